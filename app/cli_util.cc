@@ -1,0 +1,37 @@
+#include "app/cli_util.h"
+
+#include <ostream>
+
+#include "core/error.h"
+
+namespace driftgate {
+
+const char* exit_code_help() {
+  return "Exit codes:\n"
+         "  0  nothing that the gate fails on\n"
+         "  1  drift or regression found\n"
+         "  2  usage, input or environment error\n";
+}
+
+bool parse_command_line(const std::string& name, const std::vector<std::string>& args,
+                        const po::options_description& options,
+                        const po::positional_options_description& positional,
+                        const CommandHelp& help, po::variables_map& variables, std::ostream& out) {
+  po::options_description all("Options");
+  all.add_options()("help,h", "show this help");
+  all.add(options);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), variables);
+    if (variables.count("help") != 0) {
+      out << "Usage: " << help.usage << "\n\n" << help.purpose << "\n\n" << all << "\nExample:\n  "
+          << help.example << "\n\n" << exit_code_help();
+      return false;
+    }
+    po::notify(variables);
+  } catch (const po::error& e) {
+    throw Error("driftgate " + name + ": " + e.what() + "; see driftgate " + name + " --help");
+  }
+  return true;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,32 @@
+// Shared plumbing for subcommand option parsing (Boost.Program_options).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace driftgate {
+
+namespace po = boost::program_options;
+
+// How one subcommand presents itself in `driftgate SUBCOMMAND --help`.
+struct CommandHelp {
+  std::string usage;    // "driftgate diff RUN.jsonl [options]"
+  std::string purpose;  // one paragraph
+  std::string example;  // one example command line, with a comment
+};
+
+// Parses `args` into `variables`. Adds --help itself. Positional options go into
+// `positional` names. Returns false when --help was printed to `out` (the command
+// then returns 0). Throws driftgate::Error "driftgate NAME: <what>; see driftgate
+// NAME --help" on an unknown or malformed option.
+bool parse_command_line(const std::string& name, const std::vector<std::string>& args,
+                        const po::options_description& options,
+                        const po::positional_options_description& positional,
+                        const CommandHelp& help, po::variables_map& variables, std::ostream& out);
+
+// The exit-code paragraph every --help ends with.
+const char* exit_code_help();
+
+}  // namespace driftgate

@@ -1,0 +1,38 @@
+// The subcommand table of the driftgate binary.
+//
+// Each subcommand lives in its own app/cmd_*.cc: it parses its options with
+// Boost.Program_options, calls the libraries, writes results to `out` and
+// diagnostics to `err`, and returns an exit code (core/exit_code.h). A
+// driftgate::Error escaping a command is turned into exit code 2 by main().
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace driftgate {
+
+// What a command may read from the process, handed in so commands stay testable.
+struct CommandContext {
+  std::vector<std::string> args;             // arguments after the subcommand name
+  std::map<std::string, std::string> env;    // the process environment
+  std::ostream& out;                         // results
+  std::ostream& err;                         // diagnostics
+};
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line for `driftgate --help`
+  int (*run)(CommandContext& context);
+};
+
+// All subcommands, in the order `driftgate --help` lists them.
+const std::vector<Command>& command_table();
+
+int cmd_run(CommandContext& context);
+int cmd_diff(CommandContext& context);
+int cmd_baseline(CommandContext& context);
+int cmd_env(CommandContext& context);
+
+}  // namespace driftgate

@@ -1,0 +1,15 @@
+#include "app/command.h"
+
+namespace driftgate {
+
+const std::vector<Command>& command_table() {
+  static const std::vector<Command> table = {
+      {"run", "run experiments on their reference and target backends; write run.jsonl", cmd_run},
+      {"diff", "compare a run with its baseline; print the summary; exit 1 on regression", cmd_diff},
+      {"baseline", "store a run as the baseline of its commit and environment (update)", cmd_baseline},
+      {"env", "print the tool version, the environment and its key", cmd_env},
+  };
+  return table;
+}
+
+}  // namespace driftgate

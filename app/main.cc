@@ -1,0 +1,65 @@
+// driftgate: guards deep-learning models against cross-backend drift.
+// main() only dispatches a subcommand from the table and maps errors to exit codes.
+#include <cstring>
+#include <exception>
+#include <iostream>
+
+#include "app/cli_util.h"
+#include "app/command.h"
+#include "core/error.h"
+#include "core/exit_code.h"
+
+extern char** environ;
+
+namespace {
+
+void print_usage(std::ostream& out) {
+  out << "driftgate " DRIFTGATE_VERSION " - guards deep-learning models against cross-backend drift\n\n"
+         "Usage: driftgate SUBCOMMAND [options]   (driftgate SUBCOMMAND --help for each)\n\n"
+         "Subcommands:\n";
+  for (const auto& command : driftgate::command_table()) {
+    out << "  " << command.name << std::string(12 - std::strlen(command.name), ' ') << command.summary
+        << "\n";
+  }
+  out << "\nExample (a pull-request gate):\n"
+         "  driftgate run configs/*.yaml -o run.jsonl && driftgate diff run.jsonl\n\n"
+      << driftgate::exit_code_help();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using driftgate::ExitCode;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    print_usage(std::cout);
+    return argc < 2 ? to_int(ExitCode::k_error) : to_int(ExitCode::k_ok);
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::cout << "driftgate " DRIFTGATE_VERSION "\n";
+    return 0;
+  }
+  driftgate::CommandContext context{{argv + 2, argv + argc}, {}, std::cout, std::cerr};
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const char* equals = std::strchr(*entry, '=');
+    if (equals != nullptr) {
+      context.env.emplace(std::string(*entry, equals), std::string(equals + 1));
+    }
+  }
+  for (const auto& command : driftgate::command_table()) {
+    if (argv[1] != std::string(command.name)) {
+      continue;
+    }
+    try {
+      return command.run(context);
+    } catch (const driftgate::Error& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return to_int(ExitCode::k_error);
+    } catch (const std::exception& e) {
+      std::cerr << "error: internal: " << e.what() << "\n";
+      return to_int(ExitCode::k_error);
+    }
+  }
+  std::cerr << "error: unknown subcommand '" << argv[1] << "'; see driftgate --help\n";
+  return to_int(ExitCode::k_error);
+}

@@ -1,0 +1,526 @@
+#include "core/experiment.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/suggest.h"
+
+namespace driftgate {
+
+namespace {
+
+BackendSpec backend(const char* name, const char* description) {
+  BackendSpec spec;
+  spec.name = name;
+  spec.description = description;
+  return spec;
+}
+
+std::vector<BackendSpec> make_builtin_backends() {
+  std::vector<BackendSpec> all;
+  all.push_back(backend("cpu_fp32", "CPU, float32, eager, oneDNN on: the usual reference"));
+  BackendSpec spec = backend("onednn_off", "CPU float32 with oneDNN disabled (native ATen kernels)");
+  spec.onednn = false;
+  all.push_back(spec);
+  spec = backend("channels_last", "CPU float32 with channels-last parameters and input");
+  spec.memory_format = MemoryFormat::k_channels_last;
+  all.push_back(spec);
+  spec = backend("frozen", "CPU float32, torch::jit::freeze (conv-bn folding)");
+  spec.graph = GraphMode::k_frozen;
+  all.push_back(spec);
+  spec = backend("optimized", "CPU float32, torch::jit::optimize_for_inference (oneDNN layouts)");
+  spec.graph = GraphMode::k_optimized;
+  all.push_back(spec);
+  spec = backend("threads_2", "CPU float32 with 2 intra-op threads");
+  spec.threads = 2;
+  all.push_back(spec);
+  spec = backend("threads_4", "CPU float32 with 4 intra-op threads");
+  spec.threads = 4;
+  all.push_back(spec);
+  spec = backend("cpu_fp64", "CPU float64: the oracle");
+  spec.dtype = DType::k_float64;
+  all.push_back(spec);
+  spec = backend("cpu_bf16", "CPU bfloat16 (module and input cast)");
+  spec.dtype = DType::k_bfloat16;
+  all.push_back(spec);
+  spec = backend("cpu_fp16", "CPU float16 (module and input cast)");
+  spec.dtype = DType::k_float16;
+  all.push_back(spec);
+  spec = backend("cuda_fp32", "CUDA float32");
+  spec.device = Device::k_cuda;
+  all.push_back(spec);
+  spec = backend("cuda_fp16", "CUDA float16");
+  spec.device = Device::k_cuda;
+  spec.dtype = DType::k_float16;
+  all.push_back(spec);
+  spec = backend("cuda_bf16", "CUDA bfloat16");
+  spec.device = Device::k_cuda;
+  spec.dtype = DType::k_bfloat16;
+  all.push_back(spec);
+  return all;
+}
+
+template <typename Enum>
+struct EnumName {
+  Enum value;
+  const char* name;
+};
+
+constexpr EnumName<Device> k_devices[] = {{Device::k_cpu, "cpu"}, {Device::k_cuda, "cuda"}};
+constexpr EnumName<DType> k_dtypes[] = {{DType::k_float32, "float32"},
+                                        {DType::k_float64, "float64"},
+                                        {DType::k_bfloat16, "bfloat16"},
+                                        {DType::k_float16, "float16"}};
+constexpr EnumName<MemoryFormat> k_formats[] = {{MemoryFormat::k_contiguous, "contiguous"},
+                                                {MemoryFormat::k_channels_last, "channels_last"}};
+constexpr EnumName<GraphMode> k_graphs[] = {
+    {GraphMode::k_eager, "eager"}, {GraphMode::k_frozen, "frozen"}, {GraphMode::k_optimized, "optimized"}};
+constexpr EnumName<Distribution> k_distributions[] = {{Distribution::k_normal, "normal"},
+                                                      {Distribution::k_uniform, "uniform"}};
+
+template <typename Enum, size_t N>
+const char* enum_name(const EnumName<Enum> (&table)[N], Enum value) {
+  for (const auto& entry : table) {
+    if (entry.value == value) {
+      return entry.name;
+    }
+  }
+  return "unknown";
+}
+
+// Reads one YAML document with positions, so every error can say file:line:col.
+class Reader {
+ public:
+  explicit Reader(std::string path) : m_path(std::move(path)) {}
+
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
+    SourceLocation where{m_path, mark.line + 1, mark.column + 1};
+    if (mark.is_null()) {
+      where.line = 0;
+    }
+    throw Error(where.str() + ": " + message);
+  }
+
+  std::string location(const YAML::Node& node) const {
+    const YAML::Mark mark = node.Mark();
+    return SourceLocation{m_path, mark.line + 1, mark.column + 1}.str();
+  }
+
+  // Checks that `node` is a map whose keys are all in `allowed` and appear once.
+  void expect_map(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) const {
+    if (!node.IsMap()) {
+      fail(node.Mark(), what + " must be a mapping of keys to values, got " + kind(node));
+    }
+    std::set<std::string> seen;
+    for (const auto& pair : node) {
+      if (!pair.first.IsScalar()) {
+        fail(pair.first.Mark(), "keys of " + what + " must be plain words");
+      }
+      const std::string key = pair.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        fail(pair.first.Mark(), "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) +
+                                    " (allowed: " + join(allowed) + ")");
+      }
+      if (!seen.insert(key).second) {
+        fail(pair.first.Mark(), "duplicate key '" + key + "' in " + what);
+      }
+    }
+  }
+
+  // The node for `key`, after expect_map. Fails with the map's position when required and absent.
+  YAML::Node required(const YAML::Node& map, const std::string& key, const std::string& what) const {
+    YAML::Node value = map[key];
+    if (!value) {
+      fail(map.Mark(), what + " needs the key '" + key + "'");
+    }
+    return value;
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) {
+      fail(node.Mark(), what + " must be a single value, got " + kind(node));
+    }
+    return node.Scalar();
+  }
+
+  std::string name(const YAML::Node& node, const std::string& what) const {
+    std::string value = scalar(node, what);
+    bool valid = !value.empty() && value.size() <= 64 && value != "." && value != "..";
+    for (char c : value) {
+      valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
+    }
+    if (!valid) {
+      fail(node.Mark(), what + " '" + value + "' must be 1-64 characters of letters, digits, '_', '-' or '.'");
+    }
+    return value;
+  }
+
+  double number(const YAML::Node& node, const std::string& what) const {
+    std::string text = scalar(node, what);
+    double value = 0.0;
+    if (!YAML::convert<double>::decode(node, value) || !std::isfinite(value)) {
+      fail(node.Mark(), what + " must be a finite number, got '" + text + "'");
+    }
+    return value;
+  }
+
+  int64_t integer(const YAML::Node& node, const std::string& what, int64_t low, int64_t high) const {
+    std::string text = scalar(node, what);
+    int64_t value = 0;
+    if (!YAML::convert<int64_t>::decode(node, value)) {
+      fail(node.Mark(), what + " must be a whole number, got '" + text + "'");
+    }
+    if (value < low || value > high) {
+      fail(node.Mark(), what + " must be between " + std::to_string(low) + " and " + std::to_string(high) +
+                            ", got " + text);
+    }
+    return value;
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& what) const {
+    std::string text = scalar(node, what);
+    bool value = false;
+    if (!YAML::convert<bool>::decode(node, value)) {
+      fail(node.Mark(), what + " must be true or false, got '" + text + "'");
+    }
+    return value;
+  }
+
+  template <typename Enum, size_t N>
+  Enum choice(const YAML::Node& node, const std::string& what, const EnumName<Enum> (&table)[N]) const {
+    std::string text = scalar(node, what);
+    std::vector<std::string> names;
+    for (const auto& entry : table) {
+      if (text == entry.name) {
+        return entry.value;
+      }
+      names.push_back(entry.name);
+    }
+    fail(node.Mark(), "unknown " + what + " '" + text + "'" + did_you_mean(text, names) + " (one of: " +
+                          join(names) + ")");
+  }
+
+  const YAML::Node& sequence(const YAML::Node& node, const std::string& what, size_t min_size) const {
+    if (!node.IsSequence()) {
+      fail(node.Mark(), what + " must be a list, got " + kind(node));
+    }
+    if (node.size() < min_size) {
+      fail(node.Mark(), what + " must have at least " + std::to_string(min_size) + " entr" +
+                            (min_size == 1 ? "y" : "ies"));
+    }
+    return node;
+  }
+
+  std::array<double, 3> triple(const YAML::Node& node, const std::string& what) const {
+    sequence(node, what, 1);
+    if (node.size() != 3) {
+      fail(node.Mark(), what + " must have exactly 3 values (one per RGB channel), got " +
+                            std::to_string(node.size()));
+    }
+    return {number(node[0], what), number(node[1], what), number(node[2], what)};
+  }
+
+  const std::string& path() const { return m_path; }
+
+  static std::string join(const std::vector<std::string>& items) {
+    std::string text;
+    for (const auto& item : items) {
+      text += (text.empty() ? "" : ", ") + item;
+    }
+    return text;
+  }
+
+ private:
+  static std::string kind(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Map:
+        return "a mapping";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Scalar:
+        return "'" + node.Scalar() + "'";
+      case YAML::NodeType::Null:
+        return "nothing";
+      default:
+        return "an undefined value";
+    }
+  }
+
+  std::string m_path;
+};
+
+const std::vector<std::string> k_experiment_keys = {"name",    "model",   "inputs",   "reference",
+                                                    "targets", "backends", "tolerance", "repeats"};
+const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
+const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
+const std::vector<std::string> k_backend_keys = {"base",  "device",  "dtype",       "memory_format",
+                                                 "onednn", "threads", "graph", "description"};
+const std::vector<std::string> k_tolerance_keys = {"atol", "rtol"};
+
+void require_file(const Reader& reader, const YAML::Node& node, const std::string& what,
+                  const std::string& resolved, const std::string& hint) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(resolved, ec)) {
+    reader.fail(node.Mark(), what + " '" + node.Scalar() + "' not found (looked for " + resolved + ")" + hint);
+  }
+}
+
+InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::string& base_dir) {
+  reader.expect_map(node, "an input", k_input_keys);
+  InputSpec input;
+  input.name = reader.name(reader.required(node, "name", "an input"), "input name");
+  const bool has_image = static_cast<bool>(node["image"]);
+  const bool has_random = static_cast<bool>(node["random"]);
+  if (has_image == has_random) {
+    reader.fail(node.Mark(), "input '" + input.name + "' needs exactly one of 'image' (a file) or 'random' (a seeded tensor)");
+  }
+  if (has_random) {
+    for (const char* key : {"resize", "mean", "std"}) {
+      if (node[key]) {
+        reader.fail(node[key].Mark(), std::string("'") + key + "' applies to image inputs only");
+      }
+    }
+    const YAML::Node random = node["random"];
+    reader.expect_map(random, "random input '" + input.name + "'", k_random_keys);
+    input.kind = InputSpec::Kind::k_random;
+    const YAML::Node shape = reader.sequence(reader.required(random, "shape", "a random input"), "shape", 1);
+    int64_t numel = 1;
+    for (const auto& dim : shape) {
+      int64_t size = reader.integer(dim, "a shape dimension", 1, 1 << 20);
+      numel *= size;
+      if (numel > (int64_t{1} << 28)) {
+        reader.fail(shape.Mark(), "shape has more than 2^28 elements; use a smaller input");
+      }
+      input.random.shape.push_back(size);
+    }
+    if (random["seed"]) {
+      input.random.seed = static_cast<uint64_t>(
+          reader.integer(random["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
+    }
+    if (random["distribution"]) {
+      input.random.distribution = reader.choice(random["distribution"], "distribution", k_distributions);
+    }
+    return input;
+  }
+  input.kind = InputSpec::Kind::k_image;
+  const YAML::Node image = node["image"];
+  input.image.path = resolve_path(base_dir, reader.scalar(image, "image"));
+  require_file(reader, image, "image", input.image.path, "");
+  if (const YAML::Node resize = node["resize"]) {
+    if (resize.IsScalar()) {
+      input.image.height = input.image.width = static_cast<int>(reader.integer(resize, "resize", 1, 8192));
+    } else {
+      reader.sequence(resize, "resize", 2);
+      if (resize.size() != 2) {
+        reader.fail(resize.Mark(), "resize must be one size or [height, width]");
+      }
+      input.image.height = static_cast<int>(reader.integer(resize[0], "resize height", 1, 8192));
+      input.image.width = static_cast<int>(reader.integer(resize[1], "resize width", 1, 8192));
+    }
+  }
+  if (node["mean"]) {
+    input.image.mean = reader.triple(node["mean"], "mean");
+  }
+  if (node["std"]) {
+    input.image.std = reader.triple(node["std"], "std");
+    for (double value : input.image.std) {
+      if (value <= 0.0) {
+        reader.fail(node["std"].Mark(), "std values must be positive");
+      }
+    }
+  }
+  return input;
+}
+
+BackendSpec parse_backend(const Reader& reader, const std::string& name, const YAML::Node& node,
+                          const std::vector<BackendSpec>& known) {
+  reader.expect_map(node, "backend '" + name + "'", k_backend_keys);
+  BackendSpec spec = known.front();
+  spec.description = "";
+  if (const YAML::Node base = node["base"]) {
+    std::string base_name = reader.scalar(base, "base");
+    std::vector<std::string> names;
+    bool found = false;
+    for (const auto& candidate : known) {
+      names.push_back(candidate.name);
+      if (candidate.name == base_name) {
+        spec = candidate;
+        found = true;
+      }
+    }
+    if (!found) {
+      reader.fail(base.Mark(), "unknown base backend '" + base_name + "'" + did_you_mean(base_name, names));
+    }
+  }
+  spec.name = name;
+  if (node["device"]) {
+    spec.device = reader.choice(node["device"], "device", k_devices);
+  }
+  if (node["dtype"]) {
+    spec.dtype = reader.choice(node["dtype"], "dtype", k_dtypes);
+  }
+  if (node["memory_format"]) {
+    spec.memory_format = reader.choice(node["memory_format"], "memory_format", k_formats);
+  }
+  if (node["onednn"]) {
+    spec.onednn = reader.boolean(node["onednn"], "onednn");
+  }
+  if (node["threads"]) {
+    spec.threads = static_cast<int>(reader.integer(node["threads"], "threads", 1, 256));
+  }
+  if (node["graph"]) {
+    spec.graph = reader.choice(node["graph"], "graph", k_graphs);
+  }
+  spec.description = node["description"] ? reader.scalar(node["description"], "description")
+                                          : "custom backend defined in " + reader.location(node);
+  return spec;
+}
+
+const BackendSpec& find_backend(const Reader& reader, const YAML::Node& node, const std::vector<BackendSpec>& known,
+                                const std::string& what) {
+  std::string name = reader.scalar(node, what);
+  std::vector<std::string> names;
+  for (const auto& spec : known) {
+    if (spec.name == name) {
+      return spec;
+    }
+    names.push_back(spec.name);
+  }
+  reader.fail(node.Mark(), "unknown backend '" + name + "'" + did_you_mean(name, names) +
+                               " (define it under 'backends:' or use one of: " + Reader::join(names) + ")");
+}
+
+Experiment parse_document(const Reader& reader, const YAML::Node& root) {
+  if (!root || root.IsNull()) {
+    reader.fail(YAML::Mark::null_mark(), "the file is empty; an experiment needs at least name, model, inputs and targets");
+  }
+  reader.expect_map(root, "the experiment", k_experiment_keys);
+  const std::string base_dir = parent_directory(reader.path());
+  Experiment experiment;
+  experiment.config_path = reader.path();
+  experiment.name = reader.name(reader.required(root, "name", "the experiment"), "experiment name");
+
+  const YAML::Node model = reader.required(root, "model", "the experiment");
+  experiment.model_path = resolve_path(base_dir, reader.scalar(model, "model"));
+  require_file(reader, model, "model file", experiment.model_path,
+               "; export the demo models with tools/prepare-demo.sh, or fix the path (relative to the config file)");
+
+  const YAML::Node inputs = reader.sequence(reader.required(root, "inputs", "the experiment"), "inputs", 1);
+  std::set<std::string> input_names;
+  for (const auto& node : inputs) {
+    InputSpec input = parse_input(reader, node, base_dir);
+    if (!input_names.insert(input.name).second) {
+      reader.fail(node.Mark(), "duplicate input name '" + input.name + "'");
+    }
+    experiment.inputs.push_back(std::move(input));
+  }
+
+  std::vector<BackendSpec> known = builtin_backends();
+  if (const YAML::Node backends = root["backends"]) {
+    if (!backends.IsMap()) {
+      reader.fail(backends.Mark(), "backends must map names to settings");
+    }
+    std::set<std::string> defined;
+    for (const auto& pair : backends) {
+      std::string name = reader.name(pair.first, "backend name");
+      if (!defined.insert(name).second) {
+        reader.fail(pair.first.Mark(), "duplicate backend '" + name + "'");
+      }
+      for (const auto& builtin : builtin_backends()) {
+        if (builtin.name == name) {
+          reader.fail(pair.first.Mark(), "backend '" + name + "' is built in; choose another name");
+        }
+      }
+      known.push_back(parse_backend(reader, name, pair.second, known));
+    }
+  }
+
+  experiment.reference = known.front();
+  if (const YAML::Node reference = root["reference"]) {
+    experiment.reference = find_backend(reader, reference, known, "reference");
+  }
+  const YAML::Node targets = reader.sequence(reader.required(root, "targets", "the experiment"), "targets", 1);
+  std::set<std::string> target_names;
+  for (const auto& node : targets) {
+    const BackendSpec& target = find_backend(reader, node, known, "target");
+    if (target.name == experiment.reference.name) {
+      reader.fail(node.Mark(), "target '" + target.name + "' is the reference itself; compare it with another backend");
+    }
+    if (!target_names.insert(target.name).second) {
+      reader.fail(node.Mark(), "duplicate target '" + target.name + "'");
+    }
+    experiment.targets.push_back(target);
+  }
+
+  if (const YAML::Node tolerance = root["tolerance"]) {
+    reader.expect_map(tolerance, "tolerance", k_tolerance_keys);
+    experiment.tolerance_origin = reader.location(tolerance);
+    if (tolerance["atol"]) {
+      experiment.tolerance.atol = reader.number(tolerance["atol"], "atol");
+    }
+    if (tolerance["rtol"]) {
+      experiment.tolerance.rtol = reader.number(tolerance["rtol"], "rtol");
+    }
+    if (experiment.tolerance.atol < 0.0 || experiment.tolerance.rtol < 0.0) {
+      reader.fail(tolerance.Mark(), "atol and rtol must not be negative");
+    }
+  }
+  if (const YAML::Node repeats = root["repeats"]) {
+    experiment.repeats = static_cast<int>(reader.integer(repeats, "repeats", 1, 100));
+  }
+  return experiment;
+}
+
+}  // namespace
+
+std::string SourceLocation::str() const {
+  if (line <= 0) {
+    return file;
+  }
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+const char* to_string(Device device) { return enum_name(k_devices, device); }
+const char* to_string(DType dtype) { return enum_name(k_dtypes, dtype); }
+const char* to_string(MemoryFormat format) { return enum_name(k_formats, format); }
+const char* to_string(GraphMode mode) { return enum_name(k_graphs, mode); }
+
+const std::vector<BackendSpec>& builtin_backends() {
+  static const std::vector<BackendSpec> backends = make_builtin_backends();
+  return backends;
+}
+
+Experiment parse_experiment(const std::string& yaml_text, const std::string& path) {
+  Reader reader(path);
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& e) {
+    reader.fail(e.mark, "not valid YAML: " + e.msg);
+  }
+  if (documents.size() > 1) {
+    reader.fail(documents[1].Mark(), "one experiment per file: found a second YAML document; split it into its own file");
+  }
+  try {
+    return parse_document(reader, documents.empty() ? YAML::Node() : documents.front());
+  } catch (const YAML::Exception& e) {
+    reader.fail(e.mark, e.msg);
+  }
+}
+
+Experiment load_experiment(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(path + ": is a directory; pass experiment files (e.g. " + path + "/*.yaml)");
+  }
+  return parse_experiment(read_file(path), path);
+}
+
+}  // namespace driftgate

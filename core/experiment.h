@@ -1,0 +1,105 @@
+// An experiment: one YAML document that says which model to load, which inputs
+// to feed it, which backend is the reference and which are the targets, and with
+// which tolerances to compare them.
+//
+// Loading is strict: unknown keys, wrong types and unknown backend names are
+// errors with "file:line:col: message" and a did-you-mean, never ignored (the
+// paper's runner silently ignored its own tolerance key). The JSON Schema for
+// editors is schema/experiment.schema.json. Torch-free: `driftgate` built
+// without LibTorch can still validate configs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/record.h"
+
+namespace driftgate {
+
+// Where a value came from, for messages: "configs/x.yaml:12:7".
+struct SourceLocation {
+  std::string file;
+  int line = 0;    // 1-based; 0 when not from a file
+  int column = 0;  // 1-based
+  std::string str() const;
+};
+
+enum class Device { k_cpu, k_cuda };
+enum class DType { k_float32, k_float64, k_bfloat16, k_float16 };
+enum class MemoryFormat { k_contiguous, k_channels_last };
+enum class GraphMode {
+  k_eager,      // the module as loaded
+  k_frozen,     // torch::jit::freeze (inlines attributes, folds conv-bn)
+  k_optimized,  // torch::jit::optimize_for_inference (freeze + oneDNN layout rewrites)
+};
+
+const char* to_string(Device device);
+const char* to_string(DType dtype);
+const char* to_string(MemoryFormat format);
+const char* to_string(GraphMode mode);
+
+// A named, fully explicit set of runtime settings. Every backend loads its own
+// module instance; two backends never share one.
+struct BackendSpec {
+  std::string name;
+  Device device = Device::k_cpu;
+  DType dtype = DType::k_float32;
+  MemoryFormat memory_format = MemoryFormat::k_contiguous;
+  bool onednn = true;  // at::globalContext().setUserEnabledMkldnn during forward
+  int threads = 0;     // at::set_num_threads during forward; 0: the run's --threads (default 1)
+  GraphMode graph = GraphMode::k_eager;
+  std::string description;  // one line for --help and reports
+};
+
+// The backends every experiment may name without defining them:
+// cpu_fp32 (the usual reference), onednn_off, channels_last, frozen, optimized,
+// threads_2, threads_4, cpu_fp64, cpu_bf16, cuda_fp32.
+const std::vector<BackendSpec>& builtin_backends();
+
+struct ImageInput {
+  std::string path;  // resolved relative to the config file's directory
+  int width = 0;     // resize target (bilinear); 0 keeps the file's size
+  int height = 0;
+  std::array<double, 3> mean{0.0, 0.0, 0.0};  // applied after scaling pixels to [0, 1]
+  std::array<double, 3> std{1.0, 1.0, 1.0};
+};
+
+enum class Distribution { k_normal, k_uniform };
+
+struct RandomInput {
+  std::vector<int64_t> shape;
+  uint64_t seed = 0;
+  Distribution distribution = Distribution::k_normal;
+};
+
+// One sample fed to forward() as its single argument, batch dimension included.
+struct InputSpec {
+  enum class Kind { k_image, k_random };
+  std::string name;
+  Kind kind = Kind::k_random;
+  ImageInput image;
+  RandomInput random;
+};
+
+struct Experiment {
+  std::string name;
+  std::string config_path;  // as given on the command line
+  std::string model_path;   // resolved relative to the config file's directory
+  std::vector<InputSpec> inputs;
+  BackendSpec reference;
+  std::vector<BackendSpec> targets;
+  Tolerance tolerance;
+  std::string tolerance_origin = "default";  // "configs/x.yaml:12:3" or "default"
+  int repeats = 2;  // forwards per (backend, input); >= 2 measures run-to-run variance
+};
+
+// Loads and validates one experiment. Throws driftgate::Error with
+// "<path>:<line>:<col>: <message>" on any problem.
+Experiment load_experiment(const std::string& path);
+
+// Same from text; `path` is used for messages and to resolve relative paths.
+Experiment parse_experiment(const std::string& yaml_text, const std::string& path);
+
+}  // namespace driftgate

@@ -1,0 +1,29 @@
+// Files written so that a reader never sees half of them, and content hashes.
+//
+// Every file driftgate writes (run files, baselines, reports) goes through
+// write_file_atomic: a temporary file in the same directory, fsync, rename over
+// the target, fsync of the directory. A crash leaves the old file or the new one.
+#pragma once
+
+#include <string>
+
+namespace driftgate {
+
+// Reads a whole file. Throws driftgate::Error naming the path and the OS error.
+std::string read_file(const std::string& path);
+
+// Atomically replaces `path` with `content`, creating parent directories.
+// Throws driftgate::Error (and leaves no temporary file) on any failure.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+// The git blob id (SHA-1 of "blob <size>\0<bytes>", as `git hash-object`) of a file.
+// Throws driftgate::Error when the file cannot be read.
+std::string hash_file(const std::string& path);
+
+// The directory part of a path ("." when it has none).
+std::string parent_directory(const std::string& path);
+
+// `path` if absolute, else `base_dir/path` (lexically normalized).
+std::string resolve_path(const std::string& base_dir, const std::string& path);
+
+}  // namespace driftgate

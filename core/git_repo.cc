@@ -1,0 +1,231 @@
+#include "core/git_repo.h"
+
+#include <git2.h>
+
+#include <memory>
+
+#include "core/error.h"
+
+namespace driftgate {
+
+namespace {
+
+// libgit2 keeps global state that must be set up once before any call.
+void ensure_libgit2() {
+  static const int k_initialized = git_libgit2_init();
+  (void)k_initialized;
+}
+
+std::string last_git_error() {
+  const git_error* error = git_error_last();
+  if (error == nullptr || error->message == nullptr) {
+    return "unknown libgit2 error";
+  }
+  return error->message;
+}
+
+struct ObjectFree {
+  void operator()(git_object* object) const { git_object_free(object); }
+};
+struct CommitFree {
+  void operator()(git_commit* commit) const { git_commit_free(commit); }
+};
+struct ReferenceFree {
+  void operator()(git_reference* reference) const { git_reference_free(reference); }
+};
+struct StatusListFree {
+  void operator()(git_status_list* list) const { git_status_list_free(list); }
+};
+using ObjectPtr = std::unique_ptr<git_object, ObjectFree>;
+using CommitPtr = std::unique_ptr<git_commit, CommitFree>;
+using ReferencePtr = std::unique_ptr<git_reference, ReferenceFree>;
+using StatusListPtr = std::unique_ptr<git_status_list, StatusListFree>;
+
+std::string oid_hex(const git_oid* oid) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, oid);
+  return hex;
+}
+
+bool is_full_sha(const std::string& text) {
+  if (text.size() != GIT_OID_HEXSZ) {
+    return false;
+  }
+  for (char c : text) {
+    bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (!hex) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when anything tracked differs from HEAD: staged changes or modified/deleted
+// files in the working tree. Untracked and ignored files do not count.
+bool has_tracked_changes(git_repository* repo) {
+  if (git_repository_is_bare(repo) != 0) {
+    return false;
+  }
+  git_status_options options = GIT_STATUS_OPTIONS_INIT;
+  options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  options.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  git_status_list* raw = nullptr;
+  if (git_status_list_new(&raw, repo, &options) != 0) {
+    throw Error(std::string("cannot read the git status of ") + git_repository_path(repo) + ": " +
+                last_git_error());
+  }
+  StatusListPtr list(raw);
+  size_t count = git_status_list_entrycount(list.get());
+  for (size_t i = 0; i < count; ++i) {
+    const git_status_entry* entry = git_status_byindex(list.get(), i);
+    unsigned int status = entry->status;
+    status &= ~static_cast<unsigned int>(GIT_STATUS_WT_NEW | GIT_STATUS_IGNORED);
+    if (status != GIT_STATUS_CURRENT) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<GitRepo> GitRepo::open(const std::string& path) {
+  ensure_libgit2();
+  git_repository* repo = nullptr;
+  int rc = git_repository_open_ext(&repo, path.c_str(), 0, nullptr);
+  if (rc == GIT_ENOTFOUND) {
+    return std::nullopt;
+  }
+  if (rc != 0) {
+    throw Error("cannot open the git repository at " + path + ": " + last_git_error() +
+                "; check that it is a valid checkout (git status)");
+  }
+  return GitRepo(repo);
+}
+
+GitRepo::GitRepo(git_repository* repo) : m_repo(repo) {}
+
+GitRepo::GitRepo(GitRepo&& other) noexcept : m_repo(other.m_repo) { other.m_repo = nullptr; }
+
+GitRepo& GitRepo::operator=(GitRepo&& other) noexcept {
+  if (this != &other) {
+    git_repository_free(m_repo);
+    m_repo = other.m_repo;
+    other.m_repo = nullptr;
+  }
+  return *this;
+}
+
+GitRepo::~GitRepo() { git_repository_free(m_repo); }
+
+CommitInfo GitRepo::head_info() const {
+  CommitInfo info;
+  info.sha = "unknown";
+  git_reference* raw = nullptr;
+  int rc = git_repository_head(&raw, m_repo);
+  if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND) {
+    info.dirty = has_tracked_changes(m_repo);
+    return info;
+  }
+  if (rc != 0) {
+    throw Error("cannot read HEAD of " + workdir() + ": " + last_git_error());
+  }
+  ReferencePtr head(raw);
+  const git_oid* target = git_reference_target(head.get());
+  if (target != nullptr) {
+    info.sha = oid_hex(target);
+  }
+  if (git_reference_is_branch(head.get()) != 0) {
+    info.branch = git_reference_shorthand(head.get());
+  }
+  info.dirty = has_tracked_changes(m_repo);
+  return info;
+}
+
+std::string GitRepo::resolve(const std::string& revision) const {
+  git_object* raw = nullptr;
+  int rc = git_revparse_single(&raw, m_repo, revision.c_str());
+  if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC || rc == GIT_EAMBIGUOUS) {
+    throw Error("unknown revision '" + revision + "' in " + workdir() + "; fetch it (git fetch origin " +
+                revision + ") or pass a SHA");
+  }
+  if (rc != 0) {
+    throw Error("cannot resolve revision '" + revision + "' in " + workdir() + ": " + last_git_error());
+  }
+  ObjectPtr object(raw);
+  git_object* peeled_raw = nullptr;
+  if (git_object_peel(&peeled_raw, object.get(), GIT_OBJECT_COMMIT) != 0) {
+    throw Error("revision '" + revision + "' in " + workdir() + " does not name a commit: " + last_git_error());
+  }
+  ObjectPtr peeled(peeled_raw);
+  return oid_hex(git_object_id(peeled.get()));
+}
+
+std::optional<std::string> GitRepo::merge_base(const std::string& a, const std::string& b) const {
+  git_oid one;
+  git_oid two;
+  if (git_oid_fromstr(&one, resolve(a).c_str()) != 0 || git_oid_fromstr(&two, resolve(b).c_str()) != 0) {
+    throw Error("cannot compute the merge base of '" + a + "' and '" + b + "': " + last_git_error());
+  }
+  git_oid base;
+  int rc = git_merge_base(&base, m_repo, &one, &two);
+  // GIT_ENOTFOUND covers both "no common ancestor" and "history ends in a
+  // shallow clone before one is reached" (libgit2 1.5 reports a missing parent
+  // object that way).
+  if (rc == GIT_ENOTFOUND) {
+    return std::nullopt;
+  }
+  if (rc != 0) {
+    throw Error("cannot compute the merge base of '" + a + "' and '" + b + "' in " + workdir() + ": " +
+                last_git_error());
+  }
+  return oid_hex(&base);
+}
+
+std::vector<std::string> GitRepo::first_parent_walk(const std::string& start, int limit) const {
+  std::vector<std::string> walk;
+  if (limit <= 0) {
+    return walk;
+  }
+  git_oid oid;
+  std::string start_sha = is_full_sha(start) ? start : resolve(start);
+  if (git_oid_fromstr(&oid, start_sha.c_str()) != 0) {
+    throw Error("invalid commit '" + start + "': " + last_git_error());
+  }
+  git_commit* raw = nullptr;
+  int rc = git_commit_lookup(&raw, m_repo, &oid);
+  if (rc != 0) {
+    throw Error("unknown revision '" + start + "' in " + workdir() + "; fetch it (git fetch origin " + start +
+                ") or pass a SHA");
+  }
+  CommitPtr commit(raw);
+  while (true) {
+    walk.push_back(oid_hex(git_commit_id(commit.get())));
+    if (static_cast<int>(walk.size()) >= limit || git_commit_parentcount(commit.get()) == 0) {
+      return walk;
+    }
+    git_commit* parent = nullptr;
+    rc = git_commit_lookup(&parent, m_repo, git_commit_parent_id(commit.get(), 0));
+    if (rc == GIT_ENOTFOUND) {
+      return walk;  // the shallow boundary: the parent's object is not in this clone
+    }
+    if (rc != 0) {
+      throw Error("cannot read the parent of commit " + walk.back() + " in " + workdir() + ": " +
+                  last_git_error());
+    }
+    commit.reset(parent);
+  }
+}
+
+bool GitRepo::is_shallow() const { return git_repository_is_shallow(m_repo) == 1; }
+
+std::string GitRepo::workdir() const {
+  const char* dir = git_repository_workdir(m_repo);
+  std::string path = dir != nullptr ? dir : git_repository_path(m_repo);
+  while (path.size() > 1 && path.back() == '/') {
+    path.pop_back();
+  }
+  return path;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,57 @@
+// Read-only access to the git repository a run or a diff happens in (libgit2).
+//
+// It serves two purposes: 1) the runner stamps each run with the commit SHA,
+// branch and dirty flag; 2) the differ chooses a baseline by walking from the
+// merge base of HEAD and the target branch along first parents.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/record.h"
+
+struct git_repository;
+
+namespace driftgate {
+
+class GitRepo {
+ public:
+  // Discovers the repository containing `path` (walking up). Returns nullopt when
+  // `path` is not inside a git repository. Throws driftgate::Error on a corrupt one.
+  static std::optional<GitRepo> open(const std::string& path);
+
+  GitRepo(GitRepo&& other) noexcept;
+  GitRepo& operator=(GitRepo&& other) noexcept;
+  GitRepo(const GitRepo&) = delete;
+  GitRepo& operator=(const GitRepo&) = delete;
+  ~GitRepo();
+
+  // HEAD's SHA, the branch name ("" when detached), and whether tracked files differ from HEAD.
+  // In a repository with no commit yet, sha is "unknown".
+  CommitInfo head_info() const;
+
+  // Resolves a revision ("HEAD", "origin/main", a SHA prefix) to a full SHA.
+  // Throws driftgate::Error naming the revision and suggesting `git fetch` when it is unknown.
+  std::string resolve(const std::string& revision) const;
+
+  // The merge base of two commits, or nullopt when they share no history
+  // (as in a shallow clone that does not reach it).
+  std::optional<std::string> merge_base(const std::string& a, const std::string& b) const;
+
+  // `start` and then its first-parent ancestors, at most `limit` commits, newest first.
+  // Stops early at a shallow boundary or a root commit.
+  std::vector<std::string> first_parent_walk(const std::string& start, int limit) const;
+
+  // True for a shallow clone (the CI default), whose history may end early.
+  bool is_shallow() const;
+
+  // The working directory's root.
+  std::string workdir() const;
+
+ private:
+  explicit GitRepo(git_repository* repo);
+  git_repository* m_repo = nullptr;
+};
+
+}  // namespace driftgate

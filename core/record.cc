@@ -1,0 +1,524 @@
+#include "core/record.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <istream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace driftgate {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct StatusName {
+  CheckStatus status;
+  const char* name;
+};
+
+constexpr StatusName k_status_names[] = {
+    {CheckStatus::k_pass, "pass"},
+    {CheckStatus::k_fail_numeric, "fail_numeric"},
+    {CheckStatus::k_fail_shape, "fail_shape"},
+    {CheckStatus::k_fail_dtype, "fail_dtype"},
+    {CheckStatus::k_fail_nonfinite, "fail_nonfinite"},
+    {CheckStatus::k_fail_structure, "fail_structure"},
+    {CheckStatus::k_error, "error"},
+    {CheckStatus::k_skipped, "skipped"},
+};
+
+// JSON has no NaN or infinity: write them as strings so nothing is lost.
+Json number(double value) {
+  if (std::isnan(value)) {
+    return "nan";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "inf" : "-inf";
+  }
+  return value;
+}
+
+double to_number(const Json& value) {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (text == "nan") {
+      return std::nan("");
+    }
+    if (text == "inf") {
+      return INFINITY;
+    }
+    if (text == "-inf") {
+      return -INFINITY;
+    }
+    throw Error("expected a number, got \"" + text + "\"");
+  }
+  if (!value.is_number()) {
+    throw Error("expected a number, got " + value.dump());
+  }
+  return value.get<double>();
+}
+
+const Json& field(const Json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) {
+    throw Error(std::string("missing field '") + name + "'");
+  }
+  return *it;
+}
+
+std::string text(const Json& object, const char* name) {
+  const Json& value = field(object, name);
+  if (!value.is_string()) {
+    throw Error(std::string("field '") + name + "' must be a string");
+  }
+  return value.get<std::string>();
+}
+
+int64_t integer(const Json& object, const char* name) {
+  const Json& value = field(object, name);
+  if (!value.is_number_integer()) {
+    throw Error(std::string("field '") + name + "' must be an integer");
+  }
+  return value.get<int64_t>();
+}
+
+std::vector<std::string> strings(const Json& object, const char* name) {
+  const Json& value = field(object, name);
+  if (!value.is_array()) {
+    throw Error(std::string("field '") + name + "' must be an array");
+  }
+  std::vector<std::string> items;
+  for (const auto& item : value) {
+    if (!item.is_string()) {
+      throw Error(std::string("field '") + name + "' must hold strings");
+    }
+    items.push_back(item.get<std::string>());
+  }
+  return items;
+}
+
+std::vector<int64_t> integers(const Json& value) {
+  std::vector<int64_t> items;
+  if (!value.is_array()) {
+    throw Error("expected an array of integers, got " + value.dump());
+  }
+  for (const auto& item : value) {
+    items.push_back(item.get<int64_t>());
+  }
+  return items;
+}
+
+Json tolerance_json(const Tolerance& tolerance) {
+  return Json{{"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
+}
+
+Tolerance parse_tolerance(const Json& json) {
+  return Tolerance{to_number(field(json, "atol")), to_number(field(json, "rtol"))};
+}
+
+Json observed_json(const ObservedTensor& observed) {
+  return Json{{"device", observed.device},
+              {"dtype", observed.dtype},
+              {"memory_format", observed.memory_format},
+              {"shape", observed.shape}};
+}
+
+ObservedTensor parse_observed(const Json& json) {
+  return ObservedTensor{text(json, "device"), text(json, "dtype"), text(json, "memory_format"),
+                        integers(field(json, "shape"))};
+}
+
+Json stats_json(const Tier1Stats& stats) {
+  Json json{{"numel", stats.numel},
+            {"mismatches", stats.mismatches},
+            {"mismatch_fraction", number(stats.mismatch_fraction)},
+            {"max_abs", number(stats.max_abs)},
+            {"max_abs_index", stats.max_abs_index},
+            {"max_abs_reference", number(stats.max_abs_reference)},
+            {"max_abs_target", number(stats.max_abs_target)},
+            {"max_rel", number(stats.max_rel)},
+            {"max_rel_index", stats.max_rel_index},
+            {"rel_floor", number(stats.rel_floor)},
+            {"max_abs_reference_value", number(stats.max_abs_reference_value)},
+            {"nan_reference", stats.nan_reference},
+            {"nan_target", stats.nan_target},
+            {"inf_reference", stats.inf_reference},
+            {"inf_target", stats.inf_target},
+            {"min_atol", number(stats.min_atol)}};
+  if (stats.reference_repeat_max_abs) {
+    json["reference_repeat_max_abs"] = number(*stats.reference_repeat_max_abs);
+  }
+  if (stats.target_repeat_max_abs) {
+    json["target_repeat_max_abs"] = number(*stats.target_repeat_max_abs);
+  }
+  return json;
+}
+
+Tier1Stats parse_stats(const Json& json) {
+  Tier1Stats stats;
+  stats.numel = integer(json, "numel");
+  stats.mismatches = integer(json, "mismatches");
+  stats.mismatch_fraction = to_number(field(json, "mismatch_fraction"));
+  stats.max_abs = to_number(field(json, "max_abs"));
+  stats.max_abs_index = integers(field(json, "max_abs_index"));
+  stats.max_abs_reference = to_number(field(json, "max_abs_reference"));
+  stats.max_abs_target = to_number(field(json, "max_abs_target"));
+  stats.max_rel = to_number(field(json, "max_rel"));
+  stats.max_rel_index = integers(field(json, "max_rel_index"));
+  stats.rel_floor = to_number(field(json, "rel_floor"));
+  stats.max_abs_reference_value = to_number(field(json, "max_abs_reference_value"));
+  stats.nan_reference = integer(json, "nan_reference");
+  stats.nan_target = integer(json, "nan_target");
+  stats.inf_reference = integer(json, "inf_reference");
+  stats.inf_target = integer(json, "inf_target");
+  stats.min_atol = to_number(field(json, "min_atol"));
+  if (json.contains("reference_repeat_max_abs")) {
+    stats.reference_repeat_max_abs = to_number(json["reference_repeat_max_abs"]);
+  }
+  if (json.contains("target_repeat_max_abs")) {
+    stats.target_repeat_max_abs = to_number(json["target_repeat_max_abs"]);
+  }
+  return stats;
+}
+
+Json environment_json(const Environment& environment) {
+  Json keyed = Json::object();
+  for (const auto& [name, value] : environment.keyed) {
+    keyed[name] = value;
+  }
+  Json info = Json::object();
+  for (const auto& [name, value] : environment.info) {
+    info[name] = value;
+  }
+  return Json{{"keyed", keyed}, {"info", info}};
+}
+
+Environment parse_environment(const Json& json) {
+  Environment environment;
+  for (const auto& [name, value] : field(json, "keyed").items()) {
+    environment.keyed[name] = value.get<std::string>();
+  }
+  for (const auto& [name, value] : field(json, "info").items()) {
+    environment.info[name] = value.get<std::string>();
+  }
+  return environment;
+}
+
+RunHeader parse_header(const Json& json) {
+  RunHeader header;
+  header.schema = static_cast<int>(integer(json, "schema"));
+  if (header.schema != k_record_schema_version) {
+    throw Error("record schema " + std::to_string(header.schema) + " is not supported (this driftgate reads " +
+                std::to_string(k_record_schema_version) + "); re-run with this driftgate version");
+  }
+  header.tool_version = text(json, "tool_version");
+  const Json& commit = field(json, "commit");
+  header.commit.sha = text(commit, "sha");
+  header.commit.branch = text(commit, "branch");
+  header.commit.dirty = field(commit, "dirty").get<bool>();
+  header.environment = parse_environment(field(json, "environment"));
+  std::string key = text(json, "env_key");
+  if (key != header.environment.key()) {
+    throw Error("env_key " + key + " does not match the environment it describes (" + header.environment.key() +
+                "); the file was edited by hand or is corrupt");
+  }
+  for (const auto& item : field(json, "experiments")) {
+    ExperimentHeader experiment;
+    experiment.name = text(item, "name");
+    experiment.config_path = text(item, "config_path");
+    experiment.config_hash = text(item, "config_hash");
+    experiment.model_path = text(item, "model_path");
+    experiment.model_hash = text(item, "model_hash");
+    experiment.inputs = strings(item, "inputs");
+    experiment.reference = text(item, "reference");
+    experiment.targets = strings(item, "targets");
+    experiment.tolerance = parse_tolerance(field(item, "tolerance"));
+    experiment.tolerance_origin = text(item, "tolerance_origin");
+    header.experiments.push_back(std::move(experiment));
+  }
+  return header;
+}
+
+CheckRecord parse_check(const Json& json) {
+  CheckRecord check;
+  check.id = text(json, "id");
+  check.experiment = text(json, "experiment");
+  check.input = text(json, "input");
+  check.reference = text(json, "reference");
+  check.target = text(json, "target");
+  check.output = text(json, "output");
+  check.status = parse_check_status(text(json, "status"));
+  check.message = text(json, "message");
+  check.tolerance = parse_tolerance(field(json, "tolerance"));
+  if (json.contains("observed_reference")) {
+    check.observed_reference = parse_observed(json["observed_reference"]);
+  }
+  if (json.contains("observed_target")) {
+    check.observed_target = parse_observed(json["observed_target"]);
+  }
+  if (json.contains("stats")) {
+    check.stats = parse_stats(json["stats"]);
+  }
+  const Json& timings = field(json, "timings_ms");
+  check.reference_ms = to_number(field(timings, "reference"));
+  check.target_ms = to_number(field(timings, "target"));
+  if (check.id != make_check_id(check.experiment, check.input, check.reference, check.target, check.output)) {
+    throw Error("check id '" + check.id + "' does not match its parts");
+  }
+  return check;
+}
+
+RunSummary parse_summary(const Json& json) {
+  RunSummary summary;
+  for (const auto& item : field(json, "experiments")) {
+    ExperimentSummary experiment;
+    experiment.name = text(item, "name");
+    experiment.inputs = integer(item, "inputs");
+    experiment.targets = integer(item, "targets");
+    experiment.outputs = integer(item, "outputs");
+    experiment.expected_checks = integer(item, "expected_checks");
+    experiment.checks = integer(item, "checks");
+    summary.experiments.push_back(experiment);
+  }
+  summary.expected_checks = integer(json, "expected_checks");
+  summary.checks = integer(json, "checks");
+  for (const auto& [name, count] : field(json, "by_status").items()) {
+    summary.by_status[name] = count.get<int64_t>();
+  }
+  return summary;
+}
+
+Json summary_json(const RunSummary& summary) {
+  Json experiments = Json::array();
+  for (const auto& experiment : summary.experiments) {
+    experiments.push_back(Json{{"name", experiment.name},
+                               {"inputs", experiment.inputs},
+                               {"targets", experiment.targets},
+                               {"outputs", experiment.outputs},
+                               {"expected_checks", experiment.expected_checks},
+                               {"checks", experiment.checks}});
+  }
+  Json by_status = Json::object();
+  for (const auto& [name, count] : summary.by_status) {
+    by_status[name] = count;
+  }
+  return Json{{"type", "summary"},
+              {"expected_checks", summary.expected_checks},
+              {"checks", summary.checks},
+              {"by_status", by_status},
+              {"experiments", experiments}};
+}
+
+bool same_summary(const RunSummary& a, const RunSummary& b) {
+  if (a.expected_checks != b.expected_checks || a.checks != b.checks || a.by_status != b.by_status ||
+      a.experiments.size() != b.experiments.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.experiments.size(); ++i) {
+    const auto& x = a.experiments[i];
+    const auto& y = b.experiments[i];
+    if (x.name != y.name || x.inputs != y.inputs || x.targets != y.targets || x.outputs != y.outputs ||
+        x.expected_checks != y.expected_checks || x.checks != y.checks) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* to_string(CheckStatus status) {
+  for (const auto& entry : k_status_names) {
+    if (entry.status == status) {
+      return entry.name;
+    }
+  }
+  return "unknown";
+}
+
+CheckStatus parse_check_status(const std::string& name) {
+  for (const auto& entry : k_status_names) {
+    if (name == entry.name) {
+      return entry.status;
+    }
+  }
+  throw Error("unknown check status '" + name + "'");
+}
+
+bool is_failure(CheckStatus status) {
+  return status != CheckStatus::k_pass && status != CheckStatus::k_skipped;
+}
+
+std::string make_check_id(const std::string& experiment, const std::string& input, const std::string& reference,
+                          const std::string& target, const std::string& output) {
+  return experiment + "/" + input + "/" + reference + "~" + target + "/" + output;
+}
+
+RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks) {
+  RunSummary summary;
+  for (const auto& entry : k_status_names) {
+    summary.by_status[entry.name] = 0;
+  }
+  for (const auto& experiment : header.experiments) {
+    ExperimentSummary item;
+    item.name = experiment.name;
+    item.inputs = static_cast<int64_t>(experiment.inputs.size());
+    item.targets = static_cast<int64_t>(experiment.targets.size());
+    std::set<std::string> outputs;
+    for (const auto& check : checks) {
+      if (check.experiment == experiment.name) {
+        outputs.insert(check.output);
+        ++item.checks;
+      }
+    }
+    item.outputs = std::max<int64_t>(1, static_cast<int64_t>(outputs.size()));
+    item.expected_checks = item.inputs * item.targets * item.outputs;
+    summary.expected_checks += item.expected_checks;
+    summary.experiments.push_back(item);
+  }
+  for (const auto& check : checks) {
+    ++summary.by_status[to_string(check.status)];
+  }
+  summary.checks = static_cast<int64_t>(checks.size());
+  return summary;
+}
+
+std::string header_to_json_line(const RunHeader& header) {
+  Json experiments = Json::array();
+  for (const auto& experiment : header.experiments) {
+    experiments.push_back(Json{{"name", experiment.name},
+                               {"config_path", experiment.config_path},
+                               {"config_hash", experiment.config_hash},
+                               {"model_path", experiment.model_path},
+                               {"model_hash", experiment.model_hash},
+                               {"inputs", experiment.inputs},
+                               {"reference", experiment.reference},
+                               {"targets", experiment.targets},
+                               {"tolerance", tolerance_json(experiment.tolerance)},
+                               {"tolerance_origin", experiment.tolerance_origin}});
+  }
+  Json json{{"type", "header"},
+            {"schema", header.schema},
+            {"tool_version", header.tool_version},
+            {"commit", Json{{"sha", header.commit.sha},
+                            {"branch", header.commit.branch},
+                            {"dirty", header.commit.dirty}}},
+            {"env_key", header.environment.key()},
+            {"environment", environment_json(header.environment)},
+            {"experiments", experiments}};
+  return json.dump();
+}
+
+std::string check_to_json_line(const CheckRecord& check) {
+  Json json{{"type", "check"},
+            {"id", check.id},
+            {"experiment", check.experiment},
+            {"input", check.input},
+            {"reference", check.reference},
+            {"target", check.target},
+            {"output", check.output},
+            {"status", to_string(check.status)},
+            {"message", check.message},
+            {"tolerance", tolerance_json(check.tolerance)}};
+  if (check.observed_reference) {
+    json["observed_reference"] = observed_json(*check.observed_reference);
+  }
+  if (check.observed_target) {
+    json["observed_target"] = observed_json(*check.observed_target);
+  }
+  if (check.stats) {
+    json["stats"] = stats_json(*check.stats);
+  }
+  json["timings_ms"] = Json{{"reference", number(check.reference_ms)}, {"target", number(check.target_ms)}};
+  return json.dump();
+}
+
+std::string summary_to_json_line(const RunSummary& summary) { return summary_json(summary).dump(); }
+
+void write_run(std::ostream& out, const RunFile& run) {
+  out << header_to_json_line(run.header) << '\n';
+  for (const auto& check : run.checks) {
+    out << check_to_json_line(check) << '\n';
+  }
+  out << summary_to_json_line(run.summary) << '\n';
+}
+
+RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
+  RunFile run;
+  bool have_header = false;
+  bool have_summary = false;
+  std::set<std::string> ids;
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    std::string where = name_for_messages + ":" + std::to_string(line_number) + ": ";
+    if (line.empty()) {
+      continue;
+    }
+    try {
+      if (have_summary) {
+        throw Error("a line after the summary; the summary must be the last line");
+      }
+      Json json = Json::parse(line);
+      if (!json.is_object()) {
+        throw Error("expected a JSON object");
+      }
+      std::string type = text(json, "type");
+      if (type == "header") {
+        if (have_header) {
+          throw Error("a second header; concatenated run files must be joined with `driftgate merge`");
+        }
+        run.header = parse_header(json);
+        have_header = true;
+      } else if (!have_header) {
+        throw Error("the first line must be the run header (\"type\":\"header\"), got type '" + type + "'");
+      } else if (type == "check") {
+        CheckRecord check = parse_check(json);
+        if (!ids.insert(check.id).second) {
+          throw Error("duplicate check id '" + check.id + "'");
+        }
+        run.checks.push_back(std::move(check));
+      } else if (type == "summary") {
+        run.summary = parse_summary(json);
+        have_summary = true;
+      } else {
+        throw Error("unknown line type '" + type + "' (expected header, check or summary)");
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where + "not valid JSON (" + e.what() + "); the file is truncated or not a driftgate run");
+    } catch (const Error& e) {
+      throw Error(where + e.what());
+    }
+  }
+  if (!have_header) {
+    throw Error(name_for_messages + ": empty or no header line; is this a driftgate run file?");
+  }
+  if (!have_summary) {
+    throw Error(name_for_messages + ": no summary line; the run was interrupted or the file is truncated");
+  }
+  RunSummary derived = summarize(run.header, run.checks);
+  if (!same_summary(derived, run.summary)) {
+    throw Error(name_for_messages + ": the summary does not match the checks (" + std::to_string(run.summary.checks) +
+                " claimed, " + std::to_string(derived.checks) + " present); the file was edited or is corrupt");
+  }
+  return run;
+}
+
+RunFile read_run_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
+  }
+  return parse_run(in, path);
+}
+
+}  // namespace driftgate

@@ -1,0 +1,177 @@
+// The record format: the contract between the runner and the differ.
+//
+// A run file is JSONL with three kinds of line, each with a "type" field:
+//   1) one "header": schema version, tool version, the commit (SHA, branch, dirty),
+//      the environment and its key, and one entry per experiment with the content
+//      hashes of its config and model file;
+//   2) one "check" per comparison (experiment, input, reference, target, output);
+//   3) one "summary": per experiment, the expected number of checks derived from the
+//      config (inputs x targets x outputs) beside the number written, and counts by
+//      status.
+// Key order and row order are stable, so two runs of the same code on the same
+// machine produce the same lines except for timings. The JSON Schema lives in
+// schema/record.schema.json. This header is torch-free by design.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/environment.h"
+
+namespace driftgate {
+
+inline constexpr int k_record_schema_version = 1;
+
+// The fixed status taxonomy of a check.
+enum class CheckStatus {
+  k_pass,            // every element within |a-b| <= atol + rtol*|b|
+  k_fail_numeric,    // some elements outside the tolerance
+  k_fail_shape,      // shapes differ
+  k_fail_dtype,      // dtypes differ where the backend promised the same dtype
+  k_fail_nonfinite,  // NaN masks or infinity signs differ
+  k_fail_structure,  // output structure differs (missing key, other container, non-tensor leaf differs)
+  k_error,           // the target (or reference) threw; message says where
+  k_skipped,         // the backend is not available in this build or on this machine; message says why
+};
+
+const char* to_string(CheckStatus status);
+// Throws driftgate::Error on an unknown name.
+CheckStatus parse_check_status(const std::string& name);
+// fail_* and error count as failures; pass and skipped do not.
+bool is_failure(CheckStatus status);
+
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-5;
+};
+
+// What one backend's output tensor actually was (not what was asked for).
+struct ObservedTensor {
+  std::string device;         // "cpu", "cuda:0"
+  std::string dtype;          // "float32", "bfloat16", ...
+  std::string memory_format;  // "contiguous", "channels_last", "strided"
+  std::vector<int64_t> shape;
+};
+
+// Tier-1 statistics of one output tensor, computed in float64 on the CPU.
+// Indices are multi-dimensional positions into the reference's shape.
+struct Tier1Stats {
+  int64_t numel = 0;
+  int64_t mismatches = 0;  // elements failing |a-b| <= atol + rtol*|b| (b: reference)
+  double mismatch_fraction = 0.0;
+  double max_abs = 0.0;
+  std::vector<int64_t> max_abs_index;
+  double max_abs_reference = 0.0;  // reference value at max_abs_index
+  double max_abs_target = 0.0;     // target value at max_abs_index
+  double max_rel = 0.0;            // |a-b| / max(|b|, rel_floor)
+  std::vector<int64_t> max_rel_index;
+  double rel_floor = 0.0;          // denominator floor used for max_rel
+  double max_abs_reference_value = 0.0;  // max |b| over finite elements (scale of the output)
+  int64_t nan_reference = 0;
+  int64_t nan_target = 0;
+  int64_t inf_reference = 0;
+  int64_t inf_target = 0;
+  // Smallest atol that would have passed at the configured rtol:
+  // max over finite elements of max(0, |a-b| - rtol*|b|). Makes any atol sweep an offline query.
+  double min_atol = 0.0;
+  // Largest |a-b| between two repeated forwards of the same backend on the same input
+  // (run-to-run variance; 0 means bitwise reproducible). Absent when repeats == 1.
+  std::optional<double> reference_repeat_max_abs;
+  std::optional<double> target_repeat_max_abs;
+};
+
+struct CheckRecord {
+  std::string id;          // "<experiment>/<input>/<reference>~<target>/<output>", stable across commits
+  std::string experiment;
+  std::string input;
+  std::string reference;   // backend names
+  std::string target;
+  std::string output;      // output path: "out", "out[0]", "out['boxes']"
+  CheckStatus status = CheckStatus::k_pass;
+  std::string message;     // why it failed, errored or was skipped; empty on pass
+  Tolerance tolerance;
+  std::optional<ObservedTensor> observed_reference;
+  std::optional<ObservedTensor> observed_target;
+  std::optional<Tier1Stats> stats;  // absent for error/skipped/structure failures
+  double reference_ms = 0.0;        // wall time of one forward (median of repeats)
+  double target_ms = 0.0;
+};
+
+// Builds the stable check id from its parts.
+std::string make_check_id(const std::string& experiment, const std::string& input,
+                          const std::string& reference, const std::string& target,
+                          const std::string& output);
+
+struct CommitInfo {
+  std::string sha;     // 40 hex digits; "unknown" outside a git repository
+  std::string branch;  // "" when detached or unknown
+  bool dirty = false;  // tracked files differ from HEAD
+};
+
+// One experiment as the run saw it: enough to re-derive the expected check count
+// and to tell "the model changed" apart from drift.
+struct ExperimentHeader {
+  std::string name;
+  std::string config_path;
+  std::string config_hash;  // git blob id (SHA-1) of the config file's bytes
+  std::string model_path;
+  std::string model_hash;   // git blob id (SHA-1) of the model file's bytes
+  std::vector<std::string> inputs;
+  std::string reference;
+  std::vector<std::string> targets;
+  Tolerance tolerance;
+  std::string tolerance_origin;  // "configs/x.yaml:12:3" or "default"
+};
+
+struct RunHeader {
+  int schema = k_record_schema_version;
+  std::string tool_version;
+  CommitInfo commit;
+  Environment environment;
+  std::vector<ExperimentHeader> experiments;
+};
+
+struct ExperimentSummary {
+  std::string name;
+  int64_t inputs = 0;
+  int64_t targets = 0;
+  int64_t outputs = 0;          // output leaves of the reference (1 when the reference failed)
+  int64_t expected_checks = 0;  // inputs * targets * outputs
+  int64_t checks = 0;           // records written
+};
+
+struct RunSummary {
+  std::vector<ExperimentSummary> experiments;
+  int64_t expected_checks = 0;
+  int64_t checks = 0;
+  std::map<std::string, int64_t> by_status;  // status name -> count, every status present
+};
+
+// A whole run file in memory.
+struct RunFile {
+  RunHeader header;
+  std::vector<CheckRecord> checks;
+  RunSummary summary;
+};
+
+// Recomputes the summary from the header's experiments and the checks.
+// outputs per experiment = distinct output paths seen for it (at least 1).
+RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks);
+
+// Writes header, checks (in the given order) and summary as JSONL.
+void write_run(std::ostream& out, const RunFile& run);
+std::string header_to_json_line(const RunHeader& header);
+std::string check_to_json_line(const CheckRecord& check);
+std::string summary_to_json_line(const RunSummary& summary);
+
+// Parses a run file. Throws driftgate::Error with "<name>:<line>: <what>" on a
+// malformed line, a wrong schema version, a missing header or summary, a
+// duplicated check id, or a summary that disagrees with the checks.
+RunFile parse_run(std::istream& in, const std::string& name_for_messages);
+RunFile read_run_file(const std::string& path);
+
+}  // namespace driftgate

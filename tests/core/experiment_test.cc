@@ -1,0 +1,162 @@
+#include "core/experiment.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace driftgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ExperimentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("dg_experiment_" + std::to_string(::getpid()));
+    fs::create_directories(m_dir);
+    std::ofstream(m_dir / "m.pt") << "not really a model";
+    std::ofstream(m_dir / "cat.png") << "not really an image";
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  Experiment parse(const std::string& text) { return parse_experiment(text, (m_dir / "x.yaml").string()); }
+
+  // The message of the error that parsing `text` throws, with the directory replaced by "DIR".
+  std::string error_of(const std::string& text) {
+    try {
+      parse(text);
+    } catch (const Error& e) {
+      std::string message = e.what();
+      std::string dir = m_dir.string();
+      for (size_t at = message.find(dir); at != std::string::npos; at = message.find(dir)) {
+        message.replace(at, dir.size(), "DIR");
+      }
+      return message;
+    }
+    return "(no error)";
+  }
+
+  fs::path m_dir;
+};
+
+const char* k_valid = R"(name: tiny
+model: m.pt
+inputs:
+  - name: cat
+    image: cat.png
+    resize: [224, 200]
+    mean: [0.485, 0.456, 0.406]
+    std: [0.229, 0.224, 0.225]
+  - name: noise
+    random: {shape: [1, 3, 8, 8], seed: 7, distribution: uniform}
+reference: cpu_fp32
+targets: [onednn_off, channels_last, frozen, mine]
+backends:
+  mine: {base: frozen, memory_format: channels_last, threads: 2}
+tolerance: {atol: 1.0e-4, rtol: 0}
+repeats: 3
+)";
+
+TEST_F(ExperimentTest, ParsesEverything) {
+  Experiment e = parse(k_valid);
+  EXPECT_EQ(e.name, "tiny");
+  EXPECT_EQ(e.model_path, (m_dir / "m.pt").string());
+  ASSERT_EQ(e.inputs.size(), 2U);
+  EXPECT_EQ(e.inputs[0].kind, InputSpec::Kind::k_image);
+  EXPECT_EQ(e.inputs[0].image.height, 224);
+  EXPECT_EQ(e.inputs[0].image.width, 200);
+  EXPECT_DOUBLE_EQ(e.inputs[0].image.std[2], 0.225);
+  EXPECT_EQ(e.inputs[1].kind, InputSpec::Kind::k_random);
+  EXPECT_EQ(e.inputs[1].random.shape, (std::vector<int64_t>{1, 3, 8, 8}));
+  EXPECT_EQ(e.inputs[1].random.seed, 7U);
+  EXPECT_EQ(e.inputs[1].random.distribution, Distribution::k_uniform);
+  EXPECT_EQ(e.reference.name, "cpu_fp32");
+  ASSERT_EQ(e.targets.size(), 4U);
+  EXPECT_FALSE(e.targets[0].onednn);
+  EXPECT_EQ(e.targets[1].memory_format, MemoryFormat::k_channels_last);
+  EXPECT_EQ(e.targets[2].graph, GraphMode::k_frozen);
+  EXPECT_EQ(e.targets[3].name, "mine");
+  EXPECT_EQ(e.targets[3].graph, GraphMode::k_frozen);
+  EXPECT_EQ(e.targets[3].memory_format, MemoryFormat::k_channels_last);
+  EXPECT_EQ(e.targets[3].threads, 2);
+  EXPECT_DOUBLE_EQ(e.tolerance.atol, 1e-4);
+  EXPECT_DOUBLE_EQ(e.tolerance.rtol, 0.0);
+  EXPECT_EQ(e.tolerance_origin, (m_dir / "x.yaml").string() + ":15:12");
+  EXPECT_EQ(e.repeats, 3);
+}
+
+TEST_F(ExperimentTest, DefaultsAreStated) {
+  Experiment e = parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n");
+  EXPECT_EQ(e.reference.name, "cpu_fp32");
+  EXPECT_EQ(e.tolerance_origin, "default");
+  EXPECT_DOUBLE_EQ(e.tolerance.atol, 1e-5);
+  EXPECT_EQ(e.repeats, 2);
+}
+
+struct BadConfig {
+  const char* text;
+  const char* message;
+};
+
+// Each malformed config and the exact message it must produce.
+const BadConfig k_bad_configs[] = {
+    {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
+     "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
+     "inputs, reference, targets, backends, tolerance, repeats)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [onednn_of]\n",
+     "DIR/x.yaml:4:11: unknown backend 'onednn_of'; did you mean 'onednn_off'? (define it under 'backends:' or use "
+     "one of: cpu_fp32, onednn_off, channels_last, frozen, optimized, threads_2, threads_4, cpu_fp64, cpu_bf16, "
+     "cpu_fp16, cuda_fp32, cuda_fp16, cuda_bf16)"},
+    {"name: a\nmodel: missing.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:2:8: model file 'missing.pt' not found (looked for DIR/missing.pt); export the demo models with "
+     "tools/prepare-demo.sh, or fix the path (relative to the config file)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: lots}\n",
+     "DIR/x.yaml:5:19: atol must be a finite number, got 'lots'"},
+    {"name: a\nmodel: m.pt\ninputs: []\ntargets: [frozen]\n", "DIR/x.yaml:3:9: inputs must have at least 1 entry"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n", "DIR/x.yaml:1:1: the experiment needs the key 'targets'"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_fp32]\n",
+     "DIR/x.yaml:4:11: target 'cpu_fp32' is the reference itself; compare it with another backend"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2, 0]}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:3:40: a shape dimension must be between 1 and 1048576, got 0"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:3:10: input 'r' needs exactly one of 'image' (a file) or 'random' (a seeded tensor)"},
+    {"name: ../evil\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:1:7: experiment name '../evil' must be 1-64 characters of letters, digits, '_', '-' or '.'"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nbackends:\n  b: {dtype: "
+     "float8}\n",
+     "DIR/x.yaml:6:14: unknown dtype 'float8'; did you mean 'float32'? (one of: float32, float64, bfloat16, float16)"},
+    {"name: a\nname: b\n", "DIR/x.yaml:2:1: duplicate key 'name' in the experiment"},
+    {"name: [unclosed\n", "DIR/x.yaml:2:1: not valid YAML: end of sequence flow not found"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen, frozen]\n",
+     "DIR/x.yaml:4:19: duplicate target 'frozen'"},
+    {"- just\n- a list\n",
+     "DIR/x.yaml:1:1: the experiment must be a mapping of keys to values, got a list"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: c, image: cat.png, mean: [0.5, 0.5]}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:3:42: mean must have exactly 3 values (one per RGB channel), got 2"},
+    {"name: a\n---\nname: b\n",
+     "DIR/x.yaml:3:1: one experiment per file: found a second YAML document; split it into its own file"},
+};
+
+TEST_F(ExperimentTest, MalformedConfigsGivePinnedMessages) {
+  for (const auto& bad : k_bad_configs) {
+    EXPECT_EQ(error_of(bad.text), bad.message) << "config:\n" << bad.text;
+  }
+}
+
+TEST_F(ExperimentTest, LoadNamesMissingFileAndDirectory) {
+  EXPECT_THROW(load_experiment((m_dir / "nope.yaml").string()), Error);
+  try {
+    load_experiment(m_dir.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace driftgate

@@ -1,0 +1,68 @@
+#include "core/file_util.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace driftgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("dg_file_util_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(FileUtil, AtomicWriteCreatesParentsAndReplaces) {
+  fs::path dir = fresh_dir("replace");
+  std::string path = (dir / "a" / "b.txt").string();
+  write_file_atomic(path, "old");
+  write_file_atomic(path, "new");
+  EXPECT_EQ(read_file(path), "new");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "a"), fs::directory_iterator()), 1);
+}
+
+TEST(FileUtil, FailedWriteLeavesOldFileAndNoTemporary) {
+  if (::geteuid() == 0) {
+    // root ignores directory permissions; use a path whose parent is a file instead.
+    fs::path dir = fresh_dir("notdir");
+    write_file_atomic((dir / "file").string(), "x");
+    EXPECT_THROW(write_file_atomic((dir / "file" / "child").string(), "y"), Error);
+    EXPECT_EQ(read_file((dir / "file").string()), "x");
+    return;
+  }
+  fs::path dir = fresh_dir("readonly");
+  std::string path = (dir / "b.txt").string();
+  write_file_atomic(path, "old");
+  ::chmod(dir.c_str(), 0555);
+  EXPECT_THROW(write_file_atomic(path, "new"), Error);
+  ::chmod(dir.c_str(), 0755);
+  EXPECT_EQ(read_file(path), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+}
+
+TEST(FileUtil, HashMatchesGitHashObject) {
+  fs::path dir = fresh_dir("hash");
+  std::string path = (dir / "hello").string();
+  write_file_atomic(path, "hello\n");
+  // `printf 'hello\n' | git hash-object --stdin`
+  EXPECT_EQ(hash_file(path), "ce013625030ba8dba906f756967f9e9ca394464a");
+  EXPECT_THROW(hash_file((dir / "missing").string()), Error);
+}
+
+TEST(FileUtil, ResolvesRelativeToBase) {
+  EXPECT_EQ(resolve_path("configs", "../models/a.pt"), "models/a.pt");
+  EXPECT_EQ(resolve_path("configs", "/abs/a.pt"), "/abs/a.pt");
+  EXPECT_EQ(parent_directory("a.yaml"), ".");
+  EXPECT_EQ(parent_directory("configs/a.yaml"), "configs");
+}
+
+}  // namespace
+}  // namespace driftgate
