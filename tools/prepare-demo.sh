@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Exports the demo models and images into models/ (generated, never committed).
+# Skips the export when the models are already there; --force re-exports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ "${1:-}" != "--force" && -f models/resnet18.pt && -f models/lraspp_mobilenet_v3_large.pt \
+      && -f models/mobilenet_v3_small.pt && -f models/images/scene1.png ]]; then
+  echo "prepare-demo: models/ is ready"
+  exit 0
+fi
+mkdir -p models/images
+/usr/bin/python3 tools/export_models.py demo --out models
+/usr/bin/python3 tools/export_models.py image --out models/images/scene0.png --size 256 --seed 0
+/usr/bin/python3 tools/export_models.py image --out models/images/scene1.png --size 256 --seed 1
+echo "prepare-demo: exported the demo models and images into models/"
