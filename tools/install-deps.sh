@@ -19,6 +19,8 @@ if [[ $with_torch == 1 ]]; then
   # which BLAS is loaded is recorded in every run header and in the environment key.
   packages+=(libtorch-dev python3-torch python3-torchvision libopenblas0-pthread)
 fi
+# python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
+packages+=(python3-jsonschema python3-yaml)
 
 missing=()
 for p in "${packages[@]}"; do

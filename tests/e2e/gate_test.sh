@@ -27,6 +27,8 @@ expect_exit 0 "first run passes" -- "$DRIFTGATE" run configs/tiny.yaml -o "$work
 expect_contains "$work/run1.jsonl" '"expected_checks":6,"checks":6' "summary: 2 inputs x 3 targets x 1 output = 6 checks"
 expect_contains "$work/run1.jsonl" "\"sha\":\"$(git rev-parse HEAD)\"" "the run header carries the commit"
 expect_contains "$work/run1.jsonl" '"id":"tiny/noise0/cpu_fp32~onednn_off/out"' "check ids are readable"
+expect_exit 0 "the run file validates against schema/record.schema.json" -- \
+  /usr/bin/python3 "$tools/validate_schema.py" run "$work/run1.jsonl"
 
 expect_exit 0 "baseline update" -- "$DRIFTGATE" baseline update "$work/run1.jsonl" --store baselines
 key=$(head -1 "$work/run1.jsonl" | sed 's/.*"env_key":"\([0-9a-f]*\)".*/\1/')
