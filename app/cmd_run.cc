@@ -1,1 +1,152 @@
-// placeholder: being written
+// driftgate run: runs experiments on their reference and target backends and
+// writes the run file (header, one record per check, summary).
+#include <map>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <streambuf>
+#include <string>
+#include <vector>
+
+#include "app/cli_util.h"
+#include "app/command.h"
+#include "core/error.h"
+#include "core/experiment.h"
+#include "core/file_util.h"
+#include "core/git_repo.h"
+#include "core/record.h"
+#include "runner/environment_probe.h"
+#include "runner/runner.h"
+
+namespace driftgate {
+
+namespace {
+
+// Everything `driftgate run` was asked to do.
+struct RunRequest {
+  std::vector<std::string> configs;  // experiment YAML files, run in this order
+  std::string output_path;           // the run file to write
+  int threads = 1;                   // intra-op threads of backends that do not set their own
+  std::string repo = ".";            // a directory inside the git checkout (for the commit stamp)
+  bool quiet = false;                // no progress lines; only the result line and errors
+};
+
+const CommandHelp k_help{
+    "driftgate run CONFIG.yaml... -o RUN.jsonl [--threads N] [--repo DIR] [-q]",
+    "Loads every experiment config first (any error: exit 2, nothing written), then runs each model on\n"
+    "its reference backend and every target backend, each a separately loaded instance, and compares\n"
+    "every output leaf of every input (tier 1: shape, dtype, NaN/inf, |a-b| <= atol + rtol*|b|). Writes\n"
+    "one JSONL run file: a header (commit, environment and its key, hashes of configs and models), one\n"
+    "record per check (inputs x targets x outputs; a target that crashes or cannot run here still gets\n"
+    "its records, as error or skipped) and a summary. Progress goes to stderr.\n"
+    "Exit 1 when any check failed (fail_* or error); skipped checks do not fail the run.",
+    "driftgate run configs/*.yaml -o out/run.jsonl --threads 1   # then: driftgate diff out/run.jsonl"};
+
+std::optional<RunRequest> parse_request(CommandContext& context) {
+  RunRequest request;
+  po::options_description options;
+  options.add_options()
+      ("config", po::value<std::vector<std::string>>(&request.configs),
+       "experiment config files (positional, one or more)")
+      ("output,o", po::value<std::string>(&request.output_path)->required(), "the run file to write (JSONL)")
+      ("threads", po::value<int>(&request.threads)->default_value(1),
+       "intra-op threads for backends that do not set their own (enters the environment key)")
+      ("repo", po::value<std::string>(&request.repo)->default_value("."),
+       "a directory inside the git checkout whose HEAD stamps the run")
+      ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr");
+  po::positional_options_description positional;
+  positional.add("config", -1);
+  po::variables_map variables;
+  if (!parse_command_line("run", context.args, options, positional, k_help, variables, context.out)) {
+    return std::nullopt;
+  }
+  if (request.configs.empty()) {
+    throw Error("driftgate run: no experiment config given; e.g. driftgate run configs/*.yaml -o run.jsonl");
+  }
+  if (request.threads < 1) {
+    throw Error("driftgate run: --threads " + std::to_string(request.threads) + ": must be at least 1");
+  }
+  return request;
+}
+
+// Every config, loaded and validated before anything runs; experiment names
+// must be unique across them (they are the first part of every check id).
+std::vector<Experiment> load_all(const std::vector<std::string>& configs) {
+  std::vector<Experiment> experiments;
+  std::map<std::string, std::string> defined_in;
+  for (const auto& path : configs) {
+    Experiment experiment = load_experiment(path);
+    auto [it, inserted] = defined_in.emplace(experiment.name, path);
+    if (!inserted) {
+      throw Error(path + ": experiment name '" + experiment.name + "' is already used by " + it->second +
+                  "; experiment names must be unique across the configs of a run (they start every check id)");
+    }
+    experiments.push_back(std::move(experiment));
+  }
+  return experiments;
+}
+
+CommitInfo commit_of(const std::string& repo_path) {
+  std::optional<GitRepo> repo = GitRepo::open(repo_path);
+  if (!repo) {
+    return CommitInfo{"unknown", "", false};
+  }
+  return repo->head_info();
+}
+
+// "12 checks (10 pass, 2 fail_numeric)", statuses in taxonomy order.
+std::string describe(const RunSummary& summary) {
+  std::string counts;
+  for (CheckStatus status : {CheckStatus::k_pass, CheckStatus::k_fail_numeric, CheckStatus::k_fail_shape,
+                             CheckStatus::k_fail_dtype, CheckStatus::k_fail_nonfinite,
+                             CheckStatus::k_fail_structure, CheckStatus::k_error, CheckStatus::k_skipped}) {
+    auto it = summary.by_status.find(to_string(status));
+    if (it != summary.by_status.end() && it->second > 0) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(it->second) + " " + it->first;
+    }
+  }
+  return std::to_string(summary.checks) + " checks" + (counts.empty() ? "" : " (" + counts + ")");
+}
+
+// Swallows progress output under -q.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c; }
+};
+
+}  // namespace
+
+int cmd_run(CommandContext& context) {
+  std::optional<RunRequest> request = parse_request(context);
+  if (!request) {
+    return 0;
+  }
+  std::vector<Experiment> experiments = load_all(request->configs);
+  CommitInfo commit = commit_of(request->repo);
+  Environment environment = probe_environment(request->threads);
+  RunnerOptions options;
+  options.threads = request->threads;
+
+  NullBuffer null_buffer;
+  std::ostream null_stream(&null_buffer);
+  std::ostream& log = request->quiet ? null_stream : context.err;
+  RunFile run = run_experiments(experiments, commit, environment, options, log);
+
+  std::ostringstream text;
+  write_run(text, run);
+  write_file_atomic(request->output_path, text.str());
+
+  context.err << "driftgate run: " << describe(run.summary) << " -> " << request->output_path << "\n";
+  if (run.summary.checks != run.summary.expected_checks) {
+    context.err << "warning: " << run.summary.checks << " checks written, " << run.summary.expected_checks
+                << " expected from inputs x targets x outputs (the reference's outputs differ between inputs)\n";
+  }
+  for (const auto& check : run.checks) {
+    if (is_failure(check.status)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace driftgate

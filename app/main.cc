@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const char* equals = std::strchr(*entry, '=');
     if (equals != nullptr) {
-      context.env.emplace(std::string(*entry, equals), std::string(equals + 1));
+      context.env.emplace(std::string(static_cast<const char*>(*entry), equals), std::string(equals + 1));
     }
   }
   for (const auto& command : driftgate::command_table()) {

@@ -1,1 +1,314 @@
-// placeholder: being written
+#include "runner/backend.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "core/error.h"
+
+namespace driftgate {
+namespace {
+
+// Sets the process-global kernel-library flag and intra-op thread count for one
+// scope and restores what was there before, even when the forward throws.
+class SettingsGuard {
+ public:
+  SettingsGuard(bool onednn, int threads)
+      : m_onednn(at::globalContext().userEnabledMkldnn()), m_threads(at::get_num_threads()) {
+    at::globalContext().setUserEnabledMkldnn(onednn);
+    if (threads != m_threads) {
+      at::set_num_threads(threads);
+    }
+  }
+  ~SettingsGuard() {
+    at::globalContext().setUserEnabledMkldnn(m_onednn);
+    if (at::get_num_threads() != m_threads) {
+      at::set_num_threads(m_threads);
+    }
+  }
+  SettingsGuard(const SettingsGuard&) = delete;
+  SettingsGuard& operator=(const SettingsGuard&) = delete;
+
+ private:
+  bool m_onednn;
+  int m_threads;
+};
+
+at::ScalarType scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::k_float32:
+      return at::kFloat;
+    case DType::k_float64:
+      return at::kDouble;
+    case DType::k_bfloat16:
+      return at::kBFloat16;
+    case DType::k_float16:
+      return at::kHalf;
+  }
+  return at::kFloat;
+}
+
+at::Device device_of(Device device) {
+  return device == Device::k_cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+}
+
+// Why `spec` cannot run here, or "" when it can.
+std::string skip_reason_for(const BackendSpec& spec) {
+  if (spec.device == Device::k_cuda) {
+    if (at::show_config().find("USE_CUDA=ON") == std::string::npos) {
+      return "this LibTorch build has no CUDA (USE_CUDA=OFF); run this backend with a CUDA build "
+             "of LibTorch on a machine with a GPU";
+    }
+    if (!at::hasCUDA()) {
+      return "no GPU: this LibTorch build has CUDA but no CUDA device is visible";
+    }
+    return "";
+  }
+  if (spec.dtype == DType::k_float16) {
+    return "LibTorch 1.13 has no float16 convolution on the CPU; use bfloat16 on the CPU or "
+           "float16 on a CUDA backend";
+  }
+  return "";
+}
+
+void collect_tensor_pointer(const at::Tensor& tensor, std::vector<const void*>& pointers) {
+  if (!tensor.defined()) {
+    return;
+  }
+  if (!tensor.has_storage()) {
+    // Opaque tensors (oneDNN layouts after optimize_for_inference) own their
+    // memory through their TensorImpl.
+    pointers.push_back(tensor.unsafeGetTensorImpl());
+    return;
+  }
+  const void* data = tensor.storage().data();
+  if (data != nullptr) {
+    pointers.push_back(data);
+  }
+}
+
+void collect_graph_constants(const torch::jit::Block* block, std::vector<const void*>& pointers) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    if (node->kind() == c10::prim::Constant && node->output()->type()->cast<c10::TensorType>()) {
+      if (auto value = torch::jit::toIValue(node->output()); value && value->isTensor()) {
+        collect_tensor_pointer(value->toTensor(), pointers);
+      }
+    }
+    for (const torch::jit::Block* inner : node->blocks()) {
+      collect_graph_constants(inner, pointers);
+    }
+  }
+}
+
+}  // namespace
+
+const char* to_string(BackendStage stage) {
+  switch (stage) {
+    case BackendStage::k_load:
+      return "load";
+    case BackendStage::k_convert:
+      return "convert";
+    case BackendStage::k_freeze:
+      return "freeze";
+    case BackendStage::k_optimize:
+      return "optimize_for_inference";
+    case BackendStage::k_forward:
+      return "forward";
+  }
+  return "unknown";
+}
+
+std::string torch_error_summary(const std::exception& error) {
+  std::string text = error.what();
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    text = torch_error->what_without_backtrace();
+  }
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (!line.empty()) {
+      lines.push_back(line);
+    }
+    if (end == std::string::npos) {
+      break;
+    }
+    start = end + 1;
+  }
+  if (lines.empty()) {
+    return "(no message)";
+  }
+  // The interpreter prints a TorchScript traceback and puts the error last.
+  if (text.find("The following operation failed in the TorchScript interpreter") != std::string::npos) {
+    return lines.back();
+  }
+  return lines.front();
+}
+
+BackendInstance::BackendInstance(BackendSpec spec, BackendSource source)
+    : m_spec(std::move(spec)), m_source(std::move(source)) {}
+
+void BackendInstance::fail(BackendStage stage, const std::exception& error) const {
+  throw Error(m_source.config_path + ": backend '" + m_spec.name + "': " + to_string(stage) + " of '" +
+              m_source.model_path + "' failed: " + torch_error_summary(error));
+}
+
+BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSource& source) {
+  BackendInstance instance(spec, source);
+  int threads = spec.threads == 0 ? source.default_threads : spec.threads;
+  if (threads < 1) {
+    throw Error(source.config_path + ": backend '" + spec.name + "': threads must be at least 1 (got " +
+                std::to_string(threads) + ")");
+  }
+  instance.m_threads = threads;
+  instance.m_skip_reason = skip_reason_for(spec);
+  if (instance.skipped()) {
+    return instance;
+  }
+  try {
+    instance.m_module = torch::jit::load(source.model_path, device_of(spec.device));
+  } catch (const std::exception& e) {
+    instance.fail(BackendStage::k_load, e);
+  }
+  try {
+    instance.apply_dtype();
+    if (spec.memory_format == MemoryFormat::k_channels_last) {
+      instance.apply_channels_last();
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    instance.fail(BackendStage::k_convert, e);
+  }
+  instance.apply_graph_mode();
+  return instance;
+}
+
+void BackendInstance::apply_dtype() {
+  // Like nn.Module.to(dtype): floating-point parameters and buffers only, so
+  // integer buffers (num_batches_tracked) keep their type.
+  at::ScalarType target = scalar_type(m_spec.dtype);
+  auto convert = [target](at::Tensor tensor) {
+    if (tensor.is_floating_point() && tensor.scalar_type() != target) {
+      tensor.set_data(tensor.to(target));
+    }
+  };
+  for (const auto& parameter : m_module.named_parameters(/*recurse=*/true)) {
+    convert(parameter.value);
+  }
+  for (const auto& buffer : m_module.named_buffers(/*recurse=*/true)) {
+    convert(buffer.value);
+  }
+}
+
+void BackendInstance::apply_channels_last() {
+  auto convert = [](at::Tensor tensor) {
+    if (tensor.dim() == 4) {
+      tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  };
+  for (const auto& parameter : m_module.named_parameters(/*recurse=*/true)) {
+    convert(parameter.value);
+  }
+  for (const auto& buffer : m_module.named_buffers(/*recurse=*/true)) {
+    convert(buffer.value);
+  }
+}
+
+void BackendInstance::apply_graph_mode() {
+  // eval() on every submodule that has the flag (C++-built modules may not).
+  for (torch::jit::Module submodule : m_module.modules()) {
+    if (submodule.hasattr("training")) {
+      submodule.setattr("training", false);
+    }
+  }
+  if (m_spec.graph == GraphMode::k_eager) {
+    return;
+  }
+  // Graph rewrites choose kernels (oneDNN prepacking), so they see the
+  // backend's own settings.
+  SettingsGuard guard(m_spec.onednn, m_threads);
+  if (m_spec.graph == GraphMode::k_frozen) {
+    try {
+      m_module = torch::jit::freeze(m_module);
+    } catch (const std::exception& e) {
+      fail(BackendStage::k_freeze, e);
+    }
+    return;
+  }
+  try {
+    m_module = torch::jit::optimize_for_inference(m_module);
+  } catch (const std::exception& e) {
+    fail(BackendStage::k_optimize, e);
+  }
+}
+
+at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
+  at::Tensor prepared = input;
+  if (prepared.is_floating_point()) {
+    prepared = prepared.to(device_of(m_spec.device), scalar_type(m_spec.dtype));
+  } else {
+    prepared = prepared.to(device_of(m_spec.device));
+  }
+  if (m_spec.memory_format == MemoryFormat::k_channels_last && prepared.dim() == 4) {
+    prepared = prepared.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+  return prepared;
+}
+
+c10::IValue BackendInstance::forward(const at::Tensor& input) {
+  if (skipped()) {
+    throw Error(m_source.config_path + ": backend '" + m_spec.name + "' is skipped: " + m_skip_reason);
+  }
+  try {
+    at::Tensor prepared = prepare_input(input);
+    SettingsGuard guard(m_spec.onednn, m_threads);
+    at::NoGradGuard no_grad;
+    return m_module.forward({prepared});
+  } catch (const std::exception& e) {
+    fail(BackendStage::k_forward, e);
+  }
+}
+
+std::vector<const void*> BackendInstance::storage_pointers() const {
+  std::vector<const void*> pointers;
+  if (skipped()) {
+    return pointers;
+  }
+  for (const auto& attribute : m_module.named_attributes(/*recurse=*/true)) {
+    if (attribute.value.isTensor()) {
+      collect_tensor_pointer(attribute.value.toTensor(), pointers);
+    }
+  }
+  for (const torch::jit::Method& method : m_module.get_methods()) {
+    collect_graph_constants(method.graph()->block(), pointers);
+  }
+  return pointers;
+}
+
+void check_no_shared_storage(const BackendInstance& reference, const BackendInstance& target) {
+  std::vector<const void*> reference_pointers = reference.storage_pointers();
+  std::set<const void*> reference_set(reference_pointers.begin(), reference_pointers.end());
+  std::vector<const void*> target_pointers = target.storage_pointers();
+  auto shared = std::count_if(target_pointers.begin(), target_pointers.end(),
+                              [&](const void* pointer) { return reference_set.count(pointer) != 0; });
+  if (shared == 0) {
+    return;
+  }
+  throw Error("backend '" + target.spec().name + "' shares " + std::to_string(shared) +
+              " tensor(s) with the reference '" + reference.spec().name +
+              "': driftgate refuses to compare a model with itself (the nn.Module.to() aliasing bug); "
+              "this is a bug in driftgate, please report it");
+}
+
+}  // namespace driftgate

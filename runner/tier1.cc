@@ -1,1 +1,476 @@
-// placeholder: being written
+#include "runner/tier1.h"
+
+#include <ATen/Functions.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace driftgate {
+namespace {
+
+std::string format_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+std::string format_shape(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+std::string render_key(const c10::IValue& key) {
+  if (key.isString()) {
+    return "'" + key.toStringRef() + "'";
+  }
+  if (key.isInt()) {
+    return std::to_string(key.toInt());
+  }
+  if (key.isBool()) {
+    return key.toBool() ? "True" : "False";
+  }
+  if (key.isDouble()) {
+    return format_number(key.toDouble());
+  }
+  return "<" + key.tagKind() + ">";
+}
+
+bool key_less(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isInt() && b.isInt()) {
+    return a.toInt() < b.toInt();
+  }
+  return render_key(a) < render_key(b);
+}
+
+bool is_numeric_leaf(const c10::IValue& value) { return value.isTensor() || value.isDouble(); }
+
+// The kind of a leaf, for structure messages.
+std::string leaf_kind(const c10::IValue& value) {
+  if (value.isTensor()) {
+    return "tensor";
+  }
+  if (value.isDouble()) {
+    return "float";
+  }
+  if (value.isInt()) {
+    return "int";
+  }
+  if (value.isBool()) {
+    return "bool";
+  }
+  if (value.isString()) {
+    return "str";
+  }
+  if (value.isNone()) {
+    return "None";
+  }
+  if (value.isTuple()) {
+    return "empty tuple";
+  }
+  if (value.isList()) {
+    return "empty list";
+  }
+  if (value.isGenericDict()) {
+    return "empty dict";
+  }
+  return value.tagKind();
+}
+
+bool is_comparable_scalar(const c10::IValue& value) {
+  return value.isInt() || value.isBool() || value.isString() || value.isNone() || value.isTuple() ||
+         value.isList() || value.isGenericDict();
+}
+
+std::string render_scalar(const c10::IValue& value) {
+  if (value.isString()) {
+    return "'" + value.toStringRef() + "'";
+  }
+  if (value.isInt() || value.isBool()) {
+    return render_key(value);
+  }
+  return leaf_kind(value);
+}
+
+void flatten_into(const c10::IValue& value, const std::string& path,
+                  std::vector<std::pair<std::string, std::string>>& containers,
+                  std::vector<OutputLeaf>& leaves) {
+  std::vector<std::pair<std::string, c10::IValue>> children;
+  std::string description;
+  if (value.isTuple()) {
+    const auto& elements = value.toTupleRef().elements();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      children.emplace_back(path + "[" + std::to_string(i) + "]", elements[i]);
+    }
+    description = "tuple of " + std::to_string(elements.size());
+  } else if (value.isList()) {
+    auto elements = value.toListRef();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      children.emplace_back(path + "[" + std::to_string(i) + "]", elements[i]);
+    }
+    description = "list of " + std::to_string(elements.size());
+  } else if (value.isGenericDict()) {
+    std::vector<std::pair<c10::IValue, c10::IValue>> entries;
+    for (const auto& entry : value.toGenericDict()) {
+      entries.emplace_back(entry.key(), entry.value());
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return key_less(a.first, b.first); });
+    description = "dict with keys ";
+    for (size_t i = 0; i < entries.size(); ++i) {
+      std::string key = render_key(entries[i].first);
+      description += (i == 0 ? "" : ", ") + key;
+      children.emplace_back(path + "[" + key + "]", entries[i].second);
+    }
+  }
+  if (children.empty()) {
+    leaves.push_back({path, value, containers});
+    return;
+  }
+  containers.emplace_back(path, description);
+  for (const auto& [child_path, child] : children) {
+    flatten_into(child, child_path, containers, leaves);
+  }
+  containers.pop_back();
+}
+
+// A dense float64 CPU copy; complex numbers as trailing (real, imaginary) pairs.
+at::Tensor as_double(const at::Tensor& tensor) {
+  at::Tensor dense = tensor.detach();
+  if (dense.is_mkldnn() || dense.is_sparse()) {
+    dense = dense.to_dense();
+  }
+  dense = dense.cpu();
+  if (dense.is_complex()) {
+    dense = at::view_as_real(dense.resolve_conj());
+  }
+  return dense.to(at::kDouble).contiguous();
+}
+
+at::Tensor leaf_tensor(const c10::IValue& value) {
+  if (value.isDouble()) {
+    return at::scalar_tensor(value.toDouble(), at::kDouble);
+  }
+  return value.toTensor();
+}
+
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 0) {
+      index[d] = flat % shape[d];
+      flat /= shape[d];
+    }
+  }
+  return index;
+}
+
+bool device_matches(const at::Tensor& tensor, Device device) {
+  return device == Device::k_cuda ? tensor.is_cuda() : tensor.is_cpu();
+}
+
+// Structure check of one reference leaf against the target's leaves and containers.
+std::string structure_problem(const OutputLeaf& leaf,
+                              const std::map<std::string, const OutputLeaf*>& target_leaves,
+                              const std::map<std::string, std::string>& target_containers) {
+  for (const auto& [path, description] : leaf.containers) {
+    auto container = target_containers.find(path);
+    if (container != target_containers.end()) {
+      if (container->second != description) {
+        return path + ": the reference's output is a " + description + ", the target's a " +
+               container->second;
+      }
+      continue;
+    }
+    auto other = target_leaves.find(path);
+    return path + ": the reference's output is a " + description + ", the target has " +
+           (other == target_leaves.end() ? std::string("nothing there") : "a " + leaf_kind(other->second->value));
+  }
+  auto other = target_leaves.find(leaf.path);
+  if (other == target_leaves.end()) {
+    return leaf.path + ": the target's output has a container where the reference has a " +
+           leaf_kind(leaf.value);
+  }
+  const c10::IValue& target = other->second->value;
+  if (leaf_kind(target) != leaf_kind(leaf.value)) {
+    return leaf.path + ": the reference's output is a " + leaf_kind(leaf.value) + ", the target's a " +
+           leaf_kind(target);
+  }
+  if (is_comparable_scalar(leaf.value) && !(leaf.value == target)) {
+    return leaf.path + ": the target's " + leaf_kind(target) + " " + render_scalar(target) +
+           " differs from the reference's " + render_scalar(leaf.value);
+  }
+  return "";
+}
+
+LeafComparison compare_numeric(const std::string& path, const c10::IValue& reference_value,
+                               const c10::IValue& target_value, const CompareOptions& options) {
+  LeafComparison result;
+  result.output = path;
+  at::Tensor reference = leaf_tensor(reference_value);
+  at::Tensor target = leaf_tensor(target_value);
+  result.observed_reference = observe_tensor(reference);
+  result.observed_target = observe_tensor(target);
+  if (!device_matches(target, options.target_device) || !device_matches(reference, options.reference_device)) {
+    result.status = CheckStatus::k_error;
+    result.message = "driftgate refuses to label a check " + std::string(to_string(options.reference_device)) +
+                     " vs " + to_string(options.target_device) +
+                     " whose outputs did not come from those devices: the reference's output is on " +
+                     result.observed_reference->device + ", the target's on " + result.observed_target->device;
+    return result;
+  }
+  if (reference.sizes() != target.sizes()) {
+    result.status = CheckStatus::k_fail_shape;
+    result.message = "shape " + format_shape(result.observed_target->shape) + " differs from the reference's " +
+                     format_shape(result.observed_reference->shape);
+    return result;
+  }
+  int64_t nonfinite = 0;
+  Tier1Stats stats = compute_tier1_stats(reference, target, options.tolerance, &nonfinite);
+  result.stats = stats;
+  if (options.same_dtype_promised && reference.scalar_type() != target.scalar_type()) {
+    result.status = CheckStatus::k_fail_dtype;
+    result.message = "dtype " + result.observed_target->dtype + " differs from the reference's " +
+                     result.observed_reference->dtype + " although the backend asks for the same dtype";
+    return result;
+  }
+  if (nonfinite > 0) {
+    result.status = CheckStatus::k_fail_nonfinite;
+    result.message = std::to_string(nonfinite) + " element(s) differ in NaN or infinity: the reference has " +
+                     std::to_string(stats.nan_reference) + " NaN and " + std::to_string(stats.inf_reference) +
+                     " inf, the target " + std::to_string(stats.nan_target) + " NaN and " +
+                     std::to_string(stats.inf_target) + " inf";
+    return result;
+  }
+  if (stats.mismatches > 0) {
+    result.status = CheckStatus::k_fail_numeric;
+    result.message = std::to_string(stats.mismatches) + " of " + std::to_string(stats.numel) +
+                     " elements outside atol " + format_number(options.tolerance.atol) + " + rtol " +
+                     format_number(options.tolerance.rtol) + " * |reference|; max |a-b| " +
+                     format_number(stats.max_abs) + " at " + format_shape(stats.max_abs_index) + " (reference " +
+                     format_number(stats.max_abs_reference) + ", target " + format_number(stats.max_abs_target) +
+                     "); would pass with atol " + format_number(stats.min_atol);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<OutputLeaf> flatten_output(const c10::IValue& output) {
+  std::vector<OutputLeaf> leaves;
+  std::vector<std::pair<std::string, std::string>> containers;
+  flatten_into(output, "out", containers, leaves);
+  return leaves;
+}
+
+std::string dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return "float32";
+    case at::kDouble:
+      return "float64";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kByte:
+      return "uint8";
+    case at::kChar:
+      return "int8";
+    case at::kShort:
+      return "int16";
+    case at::kInt:
+      return "int32";
+    case at::kLong:
+      return "int64";
+    case at::kBool:
+      return "bool";
+    case at::kComplexFloat:
+      return "complex64";
+    case at::kComplexDouble:
+      return "complex128";
+    default:
+      return c10::toString(type);
+  }
+}
+
+ObservedTensor observe_tensor(const at::Tensor& tensor) {
+  ObservedTensor observed;
+  observed.device = tensor.device().str();
+  observed.dtype = dtype_name(tensor.scalar_type());
+  observed.shape = tensor.sizes().vec();
+  if (tensor.layout() != at::kStrided) {
+    observed.memory_format = "opaque";
+  } else if (tensor.is_contiguous()) {
+    // A tensor that is both (a size-1 channel or spatial dimension) counts as contiguous.
+    observed.memory_format = "contiguous";
+  } else if ((tensor.dim() == 4 && tensor.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
+             (tensor.dim() == 5 && tensor.is_contiguous(at::MemoryFormat::ChannelsLast3d))) {
+    observed.memory_format = "channels_last";
+  } else {
+    observed.memory_format = "strided";
+  }
+  return observed;
+}
+
+Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target, const Tolerance& tolerance,
+                               int64_t* nonfinite_mismatches) {
+  if (reference.sizes() != target.sizes()) {
+    throw Error("tier 1 statistics need equal shapes, got " + format_shape(reference.sizes().vec()) + " and " +
+                format_shape(target.sizes().vec()));
+  }
+  at::Tensor b_tensor = as_double(reference);
+  at::Tensor a_tensor = as_double(target);
+  const double* b = b_tensor.data_ptr<double>();
+  const double* a = a_tensor.data_ptr<double>();
+  const int64_t n = b_tensor.numel();
+  const std::vector<int64_t> shape = b_tensor.sizes().vec();
+
+  Tier1Stats stats;
+  stats.numel = n;
+  for (int64_t i = 0; i < n; ++i) {
+    stats.nan_reference += std::isnan(b[i]) ? 1 : 0;
+    stats.inf_reference += std::isinf(b[i]) ? 1 : 0;
+    stats.nan_target += std::isnan(a[i]) ? 1 : 0;
+    stats.inf_target += std::isinf(a[i]) ? 1 : 0;
+    if (std::isfinite(b[i])) {
+      stats.max_abs_reference_value = std::max(stats.max_abs_reference_value, std::abs(b[i]));
+    }
+  }
+  // Relative errors divide by max(|b|, rel_floor) so that reference values near
+  // zero (where any absolute error is "infinitely" relative) do not dominate.
+  stats.rel_floor = stats.max_abs_reference_value > 0.0 ? 1e-3 * stats.max_abs_reference_value
+                                                        : std::numeric_limits<double>::min();
+  int64_t nonfinite = 0;
+  int64_t max_abs_at = -1;
+  int64_t max_rel_at = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
+      bool same = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i];
+      if (!same) {
+        ++nonfinite;
+        ++stats.mismatches;
+      }
+      continue;
+    }
+    const double diff = std::abs(a[i] - b[i]);
+    const double scale = std::abs(b[i]);
+    if (!(diff <= tolerance.atol + tolerance.rtol * scale)) {
+      ++stats.mismatches;
+    }
+    if (max_abs_at < 0 || diff > stats.max_abs) {
+      stats.max_abs = diff;
+      max_abs_at = i;
+    }
+    const double relative = diff / std::max(scale, stats.rel_floor);
+    if (max_rel_at < 0 || relative > stats.max_rel) {
+      stats.max_rel = relative;
+      max_rel_at = i;
+    }
+    stats.min_atol = std::max(stats.min_atol, diff - tolerance.rtol * scale);
+  }
+  // diff - rtol*|b| rounds; nudge min_atol up until the rule itself passes everywhere.
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
+      continue;
+    }
+    const double diff = std::abs(a[i] - b[i]);
+    while (!(diff <= stats.min_atol + tolerance.rtol * std::abs(b[i]))) {
+      stats.min_atol = std::nextafter(stats.min_atol, std::numeric_limits<double>::infinity());
+    }
+  }
+  stats.mismatch_fraction = n > 0 ? static_cast<double>(stats.mismatches) / static_cast<double>(n) : 0.0;
+  if (max_abs_at >= 0) {
+    stats.max_abs_index = unravel(max_abs_at, shape);
+    stats.max_abs_reference = b[max_abs_at];
+    stats.max_abs_target = a[max_abs_at];
+  }
+  if (max_rel_at >= 0) {
+    stats.max_rel_index = unravel(max_rel_at, shape);
+  }
+  if (nonfinite_mismatches != nullptr) {
+    *nonfinite_mismatches = nonfinite;
+  }
+  return stats;
+}
+
+std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const c10::IValue& target,
+                                            const CompareOptions& options) {
+  std::vector<OutputLeaf> reference_leaves = flatten_output(reference);
+  std::vector<OutputLeaf> target_leaf_list = flatten_output(target);
+  std::map<std::string, const OutputLeaf*> target_leaves;
+  std::map<std::string, std::string> target_containers;
+  for (const OutputLeaf& leaf : target_leaf_list) {
+    target_leaves.emplace(leaf.path, &leaf);
+    for (const auto& [path, description] : leaf.containers) {
+      target_containers.emplace(path, description);
+    }
+  }
+  std::vector<LeafComparison> results;
+  for (const OutputLeaf& leaf : reference_leaves) {
+    std::string problem = structure_problem(leaf, target_leaves, target_containers);
+    if (!problem.empty()) {
+      LeafComparison result;
+      result.output = leaf.path;
+      result.status = CheckStatus::k_fail_structure;
+      result.message = problem;
+      if (leaf.value.isTensor()) {
+        result.observed_reference = observe_tensor(leaf.value.toTensor());
+      }
+      results.push_back(std::move(result));
+      continue;
+    }
+    const c10::IValue& other = target_leaves.at(leaf.path)->value;
+    if (is_numeric_leaf(leaf.value)) {
+      results.push_back(compare_numeric(leaf.path, leaf.value, other, options));
+      continue;
+    }
+    LeafComparison result;
+    result.output = leaf.path;
+    if (!is_comparable_scalar(leaf.value)) {
+      result.status = CheckStatus::k_error;
+      result.message = leaf.path + ": tier 1 cannot compare an output of kind " + leaf_kind(leaf.value);
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+std::map<std::string, double> repeat_max_abs(const std::vector<c10::IValue>& repeats) {
+  std::map<std::string, double> result;
+  if (repeats.size() < 2) {
+    return result;
+  }
+  std::vector<OutputLeaf> first = flatten_output(repeats.front());
+  for (size_t r = 1; r < repeats.size(); ++r) {
+    std::map<std::string, c10::IValue> later;
+    for (OutputLeaf& leaf : flatten_output(repeats[r])) {
+      later.emplace(leaf.path, leaf.value);
+    }
+    for (const OutputLeaf& leaf : first) {
+      if (!is_numeric_leaf(leaf.value)) {
+        continue;
+      }
+      double& worst = result[leaf.path];
+      auto other = later.find(leaf.path);
+      if (other == later.end() || !is_numeric_leaf(other->second) ||
+          leaf_tensor(leaf.value).sizes() != leaf_tensor(other->second).sizes()) {
+        worst = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      int64_t nonfinite = 0;
+      Tier1Stats stats = compute_tier1_stats(leaf_tensor(leaf.value), leaf_tensor(other->second), Tolerance{}, &nonfinite);
+      worst = std::max(worst, nonfinite > 0 ? std::numeric_limits<double>::infinity() : stats.max_abs);
+    }
+  }
+  return result;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,98 @@
+// A backend instance: one model, loaded on its own, set up as one BackendSpec says.
+//
+// It exists to make the paper's bug impossible: there, nn.Module.to() moved the
+// reference model in place, so "reference vs target" compared a model with
+// itself. Here every backend (the reference included) loads its own module with
+// torch::jit::load, applies its dtype, memory format and graph mode to that copy
+// only, and check_no_shared_storage() proves after loading that no tensor of a
+// target shares memory with the reference. The kernel-library flag (oneDNN) and
+// the intra-op thread count are process-global in LibTorch, so they are set right
+// before each forward and restored right after.
+//
+// Every LibTorch failure leaves as driftgate::Error with its context:
+// "<config>: backend '<name>': <stage> of '<model>' failed: <what LibTorch said>".
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/jit/api/module.h>
+
+#include <string>
+#include <vector>
+
+#include "core/experiment.h"
+
+namespace driftgate {
+
+// Where an instance comes from: for loading and for error messages.
+struct BackendSource {
+  std::string config_path;   // the experiment's config, first in every message
+  std::string model_path;    // the TorchScript file to load
+  int default_threads = 1;   // used when the spec's threads is 0
+};
+
+// One stage of an instance's life, named in errors.
+enum class BackendStage { k_load, k_convert, k_freeze, k_optimize, k_forward };
+const char* to_string(BackendStage stage);
+
+class BackendInstance {
+ public:
+  // Loads and prepares the model for `spec`. A backend that cannot run in this
+  // build or on this machine (CUDA without a GPU, float16 on the CPU) comes back
+  // skipped, with the reason, and holds no module. Throws driftgate::Error when
+  // loading or converting fails.
+  static BackendInstance load(const BackendSpec& spec, const BackendSource& source);
+
+  // Move-only: copying a torch::jit::Module copies a handle, not the model, and
+  // two handles on one model are exactly the aliasing this class prevents.
+  BackendInstance(BackendInstance&&) = default;
+  BackendInstance& operator=(BackendInstance&&) = default;
+  BackendInstance(const BackendInstance&) = delete;
+  BackendInstance& operator=(const BackendInstance&) = delete;
+
+  bool skipped() const { return !m_skip_reason.empty(); }
+  const std::string& skip_reason() const { return m_skip_reason; }
+  const BackendSpec& spec() const { return m_spec; }
+  // The intra-op threads each forward runs with (the spec's, or the default).
+  int threads() const { return m_threads; }
+
+  // The input as this backend sees it: its dtype, its memory format, its device.
+  at::Tensor prepare_input(const at::Tensor& input) const;
+
+  // prepare_input, then forward() with the backend's oneDNN flag and thread
+  // count, restored afterwards; no autograd. Throws driftgate::Error (stage
+  // "forward") on any LibTorch error, including a `raise` in the model.
+  c10::IValue forward(const at::Tensor& input);
+
+  // The storage of every tensor the instance holds: parameters, buffers, other
+  // tensor attributes, and the constants of its forward graph (where a frozen
+  // module keeps its weights). Null pointers (empty tensors) are left out.
+  std::vector<const void*> storage_pointers() const;
+
+  // The prepared module (for tests and for inspecting the graph).
+  const torch::jit::Module& module() const { return m_module; }
+
+ private:
+  BackendInstance(BackendSpec spec, BackendSource source);
+  [[noreturn]] void fail(BackendStage stage, const std::exception& error) const;
+  void apply_dtype();
+  void apply_channels_last();
+  void apply_graph_mode();
+
+  BackendSpec m_spec;
+  BackendSource m_source;
+  int m_threads = 1;
+  std::string m_skip_reason;
+  torch::jit::Module m_module;
+};
+
+// Throws driftgate::Error when any tensor storage of `target` is also one of
+// `reference`'s: the guarantee that reference and target never alias. Skipped
+// instances hold nothing and always pass.
+void check_no_shared_storage(const BackendInstance& reference, const BackendInstance& target);
+
+// The line of a LibTorch error message worth showing: the error itself, without
+// the C++ backtrace or the TorchScript interpreter's traceback.
+std::string torch_error_summary(const std::exception& error);
+
+}  // namespace driftgate

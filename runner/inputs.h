@@ -1,0 +1,30 @@
+// Input tensors: what an experiment's InputSpec feeds to forward().
+//
+// Every backend gets the same float32 NCHW tensor (batch 1 for images), made
+// once per input and then converted per backend (dtype, memory format), so
+// that a difference between backends can never come from the input. Making an
+// input is deterministic: the same spec gives the same bytes on every run.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "core/experiment.h"
+
+namespace driftgate {
+
+// Decodes an image file (PNG, JPEG, BMP, PPM, ... via stb_image), resizes it
+// bilinearly (align_corners=false) to width x height when both are set, scales
+// pixels to [0, 1], normalizes per channel with mean and std, and returns a
+// contiguous float32 tensor of shape [1, 3, H, W]. Throws driftgate::Error
+// naming the file when it cannot be read or decoded, or has other than 3 channels.
+at::Tensor load_image_input(const ImageInput& image);
+
+// A float32 tensor of `random.shape` from a CPU generator seeded with
+// `random.seed`: standard normal or uniform on [0, 1). Throws driftgate::Error
+// on an empty shape or a negative dimension.
+at::Tensor make_random_input(const RandomInput& random);
+
+// Dispatches on the spec's kind. Errors name the input.
+at::Tensor make_input(const InputSpec& spec);
+
+}  // namespace driftgate

@@ -1,0 +1,87 @@
+// Tier 1: element-wise closeness of one backend's outputs to the reference's.
+//
+// It exists because the paper's runner compared only what it understood and
+// passed the rest: a dict output went through without a single comparison. Here
+// an output of any nesting (tensor, tuple, list, dict, scalars, strings) is
+// flattened into leaves with stable paths ("out", "out[0]", "out['boxes']"); the
+// reference's leaves define the checks, and every leaf gets a verdict:
+//   structure (missing key, other container, other length, a non-tensor leaf
+//   that differs), then per tensor as PyTorch's assert_close orders it: shape,
+//   dtype (only where the backend promised the reference's dtype), NaN masks and
+//   infinity signs, then |a - b| <= atol + rtol * |b| with b the reference.
+// All statistics are computed in float64 on the CPU whatever the outputs' dtype.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/experiment.h"
+#include "core/record.h"
+
+namespace driftgate {
+
+// One leaf of an output with the containers around it, outermost first.
+struct OutputLeaf {
+  std::string path;   // "out", "out[0]", "out['boxes']", "out['a'][1]"
+  c10::IValue value;  // a tensor, float, int, bool, str, None, or an empty container
+  // (path of the container, its description): ("out", "dict with keys 'a', 'b'").
+  std::vector<std::pair<std::string, std::string>> containers;
+};
+
+// Depth-first, tuple and list elements in order, dict entries by sorted key
+// (ints numerically, strings lexicographically). Never empty: an empty
+// container is itself a leaf.
+std::vector<OutputLeaf> flatten_output(const c10::IValue& output);
+
+struct CompareOptions {
+  Tolerance tolerance;
+  // The reference and target specs ask for the same dtype, so a different
+  // observed dtype is a failure (k_fail_dtype) rather than the point of the check.
+  bool same_dtype_promised = true;
+  // The devices the specs ask for; an output elsewhere makes the check k_error.
+  Device reference_device = Device::k_cpu;
+  Device target_device = Device::k_cpu;
+};
+
+// The verdict on one reference leaf.
+struct LeafComparison {
+  std::string output;  // the reference leaf's path
+  CheckStatus status = CheckStatus::k_pass;
+  std::string message;  // empty on pass
+  std::optional<ObservedTensor> observed_reference;
+  std::optional<ObservedTensor> observed_target;
+  std::optional<Tier1Stats> stats;  // present when both leaves are same-shaped tensors or floats
+};
+
+// One comparison per leaf of `reference`, in flatten_output's order.
+std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const c10::IValue& target,
+                                            const CompareOptions& options);
+
+// The statistics of two same-shaped tensors (throws driftgate::Error otherwise).
+// NaN at the same position in both, or the same infinity, counts as equal;
+// every other non-finite difference is a mismatch and is also counted in
+// `*nonfinite_mismatches` when given. min_atol is the smallest atol with which
+// the rule, evaluated exactly as `|a-b| <= atol + rtol*|b|` in double, passes
+// every finite element.
+Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target,
+                               const Tolerance& tolerance, int64_t* nonfinite_mismatches = nullptr);
+
+// What a tensor is: device ("cpu", "cuda:0"), dtype ("float32"), memory format
+// ("contiguous", "channels_last", "strided", or "opaque" for oneDNN layouts), shape.
+ObservedTensor observe_tensor(const at::Tensor& tensor);
+
+// "float32", "bfloat16", "int64", ...
+std::string dtype_name(at::ScalarType type);
+
+// Run-to-run variance of one backend: for each numeric leaf of the first output,
+// the largest |x_r - x_0| over the later repeats r (infinity when a repeat's
+// shape or non-finite pattern differs). Empty for fewer than two repeats.
+std::map<std::string, double> repeat_max_abs(const std::vector<c10::IValue>& repeats);
+
+}  // namespace driftgate

@@ -1,0 +1,164 @@
+#include "runner/backend.h"
+
+#include <ATen/Context.h>
+#include <ATen/Functions.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "runner/tier1.h"
+#include "test_models.h"
+
+namespace driftgate {
+namespace {
+
+using testing::backend;
+using testing::backend_with_dtype;
+
+class BackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = testing::fresh_dir("backend");
+    m_model = testing::save_conv_bn_model(m_dir);
+    m_input = at::linspace(-1.0, 1.0, 2 * 3 * 5 * 5, at::kFloat).reshape({2, 3, 5, 5});
+  }
+  BackendInstance load(const BackendSpec& spec) {
+    return BackendInstance::load(spec, BackendSource{"configs/test.yaml", m_model, 1});
+  }
+  std::string m_dir;
+  std::string m_model;
+  at::Tensor m_input;
+};
+
+at::Tensor first_output(const c10::IValue& output) { return output.toTupleRef().elements()[0].toTensor(); }
+
+TEST_F(BackendTest, SeparateInstancesNeverShareStorage) {
+  BackendInstance reference = load(backend("cpu_fp32"));
+  BackendInstance target = load(backend("cpu_fp32_again"));
+  std::vector<const void*> reference_pointers = reference.storage_pointers();
+  std::vector<const void*> target_pointers = target.storage_pointers();
+  ASSERT_EQ(reference_pointers.size(), 6u);  // 4 parameters, 2 buffers
+  std::set<const void*> all(reference_pointers.begin(), reference_pointers.end());
+  all.insert(target_pointers.begin(), target_pointers.end());
+  EXPECT_EQ(all.size(), reference_pointers.size() + target_pointers.size());
+  EXPECT_NO_THROW(check_no_shared_storage(reference, target));
+  // The check itself detects aliasing: an instance compared with itself.
+  EXPECT_THROW(check_no_shared_storage(reference, reference), Error);
+}
+
+TEST_F(BackendTest, ConvertingATargetLeavesTheReferenceAlone) {
+  BackendInstance reference = load(backend("cpu_fp32"));
+  BackendInstance target = load(backend_with_dtype("cpu_bf16", DType::k_bfloat16));
+  for (const auto& parameter : reference.module().named_parameters()) {
+    EXPECT_EQ(parameter.value.scalar_type(), at::kFloat) << parameter.name;
+  }
+  for (const auto& parameter : target.module().named_parameters()) {
+    EXPECT_EQ(parameter.value.scalar_type(), at::kBFloat16) << parameter.name;
+  }
+  EXPECT_EQ(observe_tensor(first_output(target.forward(m_input))).dtype, "bfloat16");
+  EXPECT_EQ(observe_tensor(first_output(reference.forward(m_input))).dtype, "float32");
+}
+
+TEST_F(BackendTest, ChannelsLastReachesParametersInputAndOutput) {
+  BackendSpec spec = backend("channels_last");
+  spec.memory_format = MemoryFormat::k_channels_last;
+  BackendInstance instance = load(spec);
+  EXPECT_TRUE(instance.module().attr("weight").toTensor().is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(observe_tensor(instance.prepare_input(m_input)).memory_format, "channels_last");
+  at::Tensor output = first_output(instance.forward(m_input));
+  EXPECT_EQ(observe_tensor(output).memory_format, "channels_last");
+  at::Tensor expected = first_output(load(backend("cpu_fp32")).forward(m_input));
+  EXPECT_TRUE(at::allclose(output, expected, 1e-5, 1e-5));
+}
+
+TEST_F(BackendTest, FrozenFoldsBatchNormAndKeepsItsOwnConstants) {
+  BackendSpec spec = backend("frozen");
+  spec.graph = GraphMode::k_frozen;
+  BackendInstance frozen = load(spec);
+  std::string graph = frozen.module().get_method("forward").graph()->toString();
+  EXPECT_EQ(graph.find("aten::batch_norm"), std::string::npos) << graph;
+  EXPECT_FALSE(frozen.storage_pointers().empty());  // the folded weights live in graph constants
+  BackendInstance reference = load(backend("cpu_fp32"));
+  EXPECT_NO_THROW(check_no_shared_storage(reference, frozen));
+  at::Tensor output = first_output(frozen.forward(m_input));
+  ObservedTensor observed = observe_tensor(output);
+  EXPECT_EQ(observed.memory_format, "contiguous");
+  EXPECT_EQ(observed.dtype, "float32");
+  EXPECT_TRUE(at::allclose(output, first_output(reference.forward(m_input)), 1e-4, 1e-5));
+}
+
+TEST_F(BackendTest, OptimizedForInferenceRunsAndAgrees) {
+  BackendSpec spec = backend("optimized");
+  spec.graph = GraphMode::k_optimized;
+  BackendInstance optimized = load(spec);
+  at::Tensor output = first_output(optimized.forward(m_input));
+  EXPECT_EQ(observe_tensor(output).dtype, "float32");
+  EXPECT_TRUE(at::allclose(output, first_output(load(backend("cpu_fp32")).forward(m_input)), 1e-4, 1e-5));
+}
+
+TEST_F(BackendTest, OneDnnFlagAndThreadsAreSetForTheForwardAndRestored) {
+  BackendSpec spec = backend("onednn_off");
+  spec.onednn = false;
+  spec.threads = 2;
+  BackendInstance instance = load(spec);
+  EXPECT_EQ(instance.threads(), 2);
+  at::globalContext().setUserEnabledMkldnn(true);
+  at::set_num_threads(1);
+  at::Tensor output = first_output(instance.forward(m_input));
+  EXPECT_TRUE(at::globalContext().userEnabledMkldnn());
+  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_EQ(observe_tensor(output).memory_format, "contiguous");
+  EXPECT_TRUE(at::allclose(output, first_output(load(backend("cpu_fp32")).forward(m_input)), 1e-4, 1e-5));
+  EXPECT_EQ(load(backend("default_threads")).threads(), 1);
+}
+
+TEST_F(BackendTest, TrainingFlagIsClearedSoTheModelRunsInEval) {
+  BackendInstance instance = load(backend("cpu_fp32"));
+  EXPECT_FALSE(instance.module().is_training());
+}
+
+TEST_F(BackendTest, UnavailableBackendsAreSkippedWithAReason) {
+  BackendSpec cuda = backend("cuda_fp32");
+  cuda.device = Device::k_cuda;
+  BackendInstance cuda_instance = load(cuda);
+  ASSERT_TRUE(cuda_instance.skipped());
+  EXPECT_NE(cuda_instance.skip_reason().find("no CUDA"), std::string::npos) << cuda_instance.skip_reason();
+  BackendInstance half = load(backend_with_dtype("cpu_fp16", DType::k_float16));
+  ASSERT_TRUE(half.skipped());
+  EXPECT_NE(half.skip_reason().find("no float16 convolution on the CPU"), std::string::npos);
+  EXPECT_TRUE(half.storage_pointers().empty());
+  EXPECT_THROW(half.forward(m_input), Error);
+}
+
+TEST_F(BackendTest, LoadFailureNamesConfigBackendStageAndModel) {
+  std::string broken = testing::save_broken_model(m_dir);
+  try {
+    BackendInstance::load(backend("cpu_fp32"), BackendSource{"configs/x.yaml", broken, 1});
+    FAIL() << "loading a broken model did not throw";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_EQ(message.rfind("configs/x.yaml: backend 'cpu_fp32': load of '" + broken + "' failed: ", 0), 0u)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST_F(BackendTest, ForwardFailureCarriesWhatTheModelRaised) {
+  std::string model = testing::save_raising_model(m_dir);
+  BackendInstance instance =
+      BackendInstance::load(backend_with_dtype("cpu_fp64", DType::k_float64), BackendSource{"c.yaml", model, 1});
+  try {
+    instance.forward(at::ones({1, 2}));
+    FAIL() << "the float64 forward did not throw";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_EQ(message.rfind("c.yaml: backend 'cpu_fp64': forward of '" + model + "' failed: ", 0), 0u) << message;
+    EXPECT_NE(message.find("float64 is not supported"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace driftgate

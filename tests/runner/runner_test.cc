@@ -1,0 +1,175 @@
+#include "runner/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "test_models.h"
+
+namespace driftgate {
+namespace {
+
+using testing::backend;
+using testing::backend_with_dtype;
+using testing::random_input;
+
+const CommitInfo k_commit{"0123456789abcdef0123456789abcdef01234567", "main", false};
+
+Experiment make_experiment(const std::string& dir, const std::string& name, const std::string& model) {
+  Experiment experiment;
+  experiment.name = name;
+  experiment.config_path = dir + "/" + name + ".yaml";
+  std::ofstream(experiment.config_path) << "name: " << name << "\n";
+  experiment.model_path = model;
+  experiment.reference = backend("cpu_fp32");
+  experiment.tolerance = Tolerance{1e-4, 1e-4};
+  experiment.repeats = 2;
+  return experiment;
+}
+
+RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
+  Environment environment;
+  environment.keyed["threads"] = "1";
+  return run_experiments(experiments, k_commit, environment, RunnerOptions{}, log);
+}
+
+int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+TEST(Runner, TwoInputsThreeTargetsTwoOutputsMakeTwelveChecks) {
+  std::string dir = testing::fresh_dir("runner_twelve");
+  Experiment experiment = make_experiment(dir, "convbn", testing::save_conv_bn_model(dir));
+  experiment.inputs = {random_input("a", {1, 3, 6, 6}, 1), random_input("b", {1, 3, 6, 6}, 2)};
+  BackendSpec onednn_off = backend("onednn_off");
+  onednn_off.onednn = false;
+  BackendSpec channels_last = backend("channels_last");
+  channels_last.memory_format = MemoryFormat::k_channels_last;
+  BackendSpec frozen = backend("frozen");
+  frozen.graph = GraphMode::k_frozen;
+  experiment.targets = {onednn_off, channels_last, frozen};
+
+  std::ostringstream log;
+  RunFile result = run({experiment}, log);
+  ASSERT_EQ(result.checks.size(), 12u);
+  EXPECT_EQ(result.summary.expected_checks, 12);
+  EXPECT_EQ(result.summary.checks, 12);
+  EXPECT_EQ(result.summary.by_status.at("pass"), 12);
+  EXPECT_EQ(count_lines(log.str()), 6) << log.str();
+  // Order: input, then target in config order, then output path.
+  EXPECT_EQ(result.checks[0].id, make_check_id("convbn", "a", "cpu_fp32", "onednn_off", "out[0]"));
+  EXPECT_EQ(result.checks[1].id, make_check_id("convbn", "a", "cpu_fp32", "onednn_off", "out[1]"));
+  EXPECT_EQ(result.checks[2].target, "channels_last");
+  EXPECT_EQ(result.checks[6].input, "b");
+  EXPECT_EQ(result.checks[11].id, make_check_id("convbn", "b", "cpu_fp32", "frozen", "out[1]"));
+  const CheckRecord& channels_last_check = result.checks[2];
+  ASSERT_TRUE(channels_last_check.observed_target && channels_last_check.stats);
+  EXPECT_EQ(channels_last_check.observed_target->memory_format, "channels_last");
+  EXPECT_EQ(channels_last_check.observed_reference->memory_format, "contiguous");
+  EXPECT_TRUE(channels_last_check.stats->reference_repeat_max_abs);
+  EXPECT_EQ(*channels_last_check.stats->target_repeat_max_abs, 0.0);
+  EXPECT_GT(channels_last_check.target_ms, 0.0);
+  const ExperimentHeader& header = result.header.experiments.at(0);
+  EXPECT_EQ(header.model_hash.size(), 40u);
+  EXPECT_EQ(header.targets, (std::vector<std::string>{"onednn_off", "channels_last", "frozen"}));
+  EXPECT_EQ(result.header.commit.sha, k_commit.sha);
+
+  // The file round-trips through the record format's own parser.
+  std::stringstream text;
+  write_run(text, result);
+  EXPECT_EQ(parse_run(text, "run.jsonl").checks.size(), 12u);
+}
+
+TEST(Runner, CrashesAndUnavailableBackendsBecomeRecords) {
+  std::string dir = testing::fresh_dir("runner_crash");
+  Experiment experiment = make_experiment(dir, "raising", testing::save_raising_model(dir));
+  // Input "two" has a batch of 2, which the model (reference included) refuses.
+  experiment.inputs = {random_input("one", {1, 3}, 1), random_input("two", {2, 3}, 2)};
+  BackendSpec cuda = backend("cuda_fp32");
+  cuda.device = Device::k_cuda;
+  experiment.targets = {backend_with_dtype("cpu_fp64", DType::k_float64), backend("plain"), cuda,
+                        backend_with_dtype("cpu_fp16", DType::k_float16)};
+
+  std::ostringstream log;
+  RunFile result = run({experiment}, log);
+  ASSERT_EQ(result.checks.size(), 8u);
+  EXPECT_EQ(result.summary.expected_checks, 8);
+  const auto& checks = result.checks;
+  EXPECT_EQ(checks[0].status, CheckStatus::k_error);
+  EXPECT_NE(checks[0].message.find("forward of '" + experiment.model_path + "' failed"), std::string::npos);
+  EXPECT_NE(checks[0].message.find("float64 is not supported"), std::string::npos) << checks[0].message;
+  EXPECT_EQ(checks[1].status, CheckStatus::k_pass);
+  EXPECT_EQ(checks[2].status, CheckStatus::k_skipped);
+  EXPECT_NE(checks[2].message.find("no CUDA"), std::string::npos) << checks[2].message;
+  EXPECT_EQ(checks[3].status, CheckStatus::k_skipped);
+  EXPECT_NE(checks[3].message.find("float16"), std::string::npos) << checks[3].message;
+  for (size_t i = 4; i < 8; ++i) {
+    EXPECT_EQ(checks[i].status, CheckStatus::k_error) << checks[i].id;
+    EXPECT_EQ(checks[i].output, "out");  // the reference's leaves from input "one"
+    EXPECT_NE(checks[i].message.find("batch of 2 is not supported"), std::string::npos) << checks[i].message;
+  }
+  EXPECT_EQ(count_lines(log.str()), 8) << log.str();
+}
+
+TEST(Runner, ReferenceThatCannotLoadGivesOneErrorPerTargetAndInput) {
+  std::string dir = testing::fresh_dir("runner_broken");
+  Experiment experiment = make_experiment(dir, "broken", testing::save_broken_model(dir));
+  experiment.inputs = {random_input("one", {1, 3}, 1), random_input("two", {1, 3}, 2)};
+  experiment.targets = {backend("plain"), backend("other")};
+  std::ostringstream log;
+  RunFile result = run({experiment}, log);
+  ASSERT_EQ(result.checks.size(), 4u);
+  EXPECT_EQ(result.summary.expected_checks, 4);
+  for (const auto& check : result.checks) {
+    EXPECT_EQ(check.status, CheckStatus::k_error);
+    EXPECT_EQ(check.output, "*");
+    EXPECT_EQ(check.message.rfind("the reference failed, so there is nothing to compare with: " +
+                                  experiment.config_path + ": backend 'cpu_fp32': load of",
+                                  0),
+              0u)
+        << check.message;
+  }
+}
+
+TEST(Runner, MissingModelOrBadInputIsAUserErrorBeforeAnythingRuns) {
+  std::string dir = testing::fresh_dir("runner_missing");
+  Experiment experiment = make_experiment(dir, "missing", dir + "/nope.pt");
+  experiment.inputs = {random_input("one", {1, 3}, 1)};
+  experiment.targets = {backend("plain")};
+  std::ostringstream log;
+  try {
+    run({experiment}, log);
+    FAIL() << "a missing model was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(experiment.config_path + ": ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nope.pt"), std::string::npos) << e.what();
+  }
+  experiment.model_path = testing::save_raising_model(dir);
+  experiment.inputs[0].random.shape = {};
+  try {
+    run({experiment}, log);
+    FAIL() << "an empty random shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(experiment.config_path + ": input 'one': ", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(log.str(), "");
+}
+
+TEST(Runner, DictOutputsAreComparedPerKey) {
+  std::string dir = testing::fresh_dir("runner_dict");
+  Experiment experiment = make_experiment(dir, "dict", testing::save_dict_model(dir));
+  experiment.inputs = {random_input("one", {1, 3, 2, 2}, 1)};
+  experiment.targets = {backend_with_dtype("cpu_bf16", DType::k_bfloat16)};
+  experiment.tolerance = Tolerance{1e-7, 1e-7};
+  std::ostringstream log;
+  RunFile result = run({experiment}, log);
+  ASSERT_EQ(result.checks.size(), 2u);
+  EXPECT_EQ(result.checks[0].output, "out['boxes']");
+  EXPECT_EQ(result.checks[1].output, "out['scores']");
+  // bfloat16 rounding is far beyond 1e-7: the dict's leaves are really compared.
+  EXPECT_EQ(result.checks[1].status, CheckStatus::k_fail_numeric);
+  EXPECT_EQ(result.checks[1].observed_target->dtype, "bfloat16");
+}
+
+}  // namespace
+}  // namespace driftgate

@@ -1,0 +1,108 @@
+#include "test_models.h"
+
+#include <torch/script.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace driftgate::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Deterministic small weights, no generator state shared with the code under test.
+at::Tensor ramp(std::vector<int64_t> shape, double scale, double offset) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    n *= d;
+  }
+  return (at::arange(n, at::kFloat).sin().mul(scale).add(offset)).reshape(shape);
+}
+
+}  // namespace
+
+std::string fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("dg_runner_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string save_conv_bn_model(const std::string& dir) {
+  torch::jit::Module module("ConvBnRelu");
+  module.register_attribute("training", c10::BoolType::get(), true);
+  module.register_parameter("weight", ramp({4, 3, 3, 3}, 0.3, 0.0), false);
+  module.register_parameter("bias", ramp({4}, 0.1, 0.05), false);
+  module.register_parameter("bn_weight", ramp({4}, 0.2, 1.0), false);
+  module.register_parameter("bn_bias", ramp({4}, 0.1, -0.02), false);
+  module.register_buffer("running_mean", ramp({4}, 0.05, 0.01));
+  module.register_buffer("running_var", ramp({4}, 0.1, 0.9));
+  module.define(R"(
+def forward(self, x):
+    y = torch.conv2d(x, self.weight, self.bias, [1, 1], [1, 1], [1, 1], 1)
+    y = torch.batch_norm(y, self.bn_weight, self.bn_bias, self.running_mean, self.running_var,
+                         False, 0.1, 1e-5, False)
+    y = torch.relu(y)
+    return y, torch.mean(y, [2, 3])
+)");
+  std::string path = dir + "/conv_bn.pt";
+  module.save(path);
+  return path;
+}
+
+std::string save_dict_model(const std::string& dir) {
+  torch::jit::Module module("DictOut");
+  module.register_parameter("weight", ramp({2, 3, 1, 1}, 0.5, 0.1), false);
+  module.define(R"(
+def forward(self, x):
+    out = {'scores': torch.conv2d(x, self.weight), 'boxes': x * 2.0}
+    return out
+)");
+  std::string path = dir + "/dict.pt";
+  module.save(path);
+  return path;
+}
+
+std::string save_raising_model(const std::string& dir) {
+  torch::jit::Module module("Raising");
+  module.register_parameter("w", ramp({1}, 0.0, 1.5), false);
+  module.define(R"(
+def forward(self, x):
+    assert x.element_size() != 8, "float64 is not supported"
+    assert x.size(0) != 2, "batch of 2 is not supported"
+    return x * self.w + 1.0
+)");
+  std::string path = dir + "/raising.pt";
+  module.save(path);
+  return path;
+}
+
+std::string save_broken_model(const std::string& dir) {
+  std::string path = dir + "/broken.pt";
+  std::ofstream(path) << "this is not a zip archive";
+  return path;
+}
+
+BackendSpec backend(const std::string& name) {
+  BackendSpec spec;
+  spec.name = name;
+  return spec;
+}
+
+BackendSpec backend_with_dtype(const std::string& name, DType dtype) {
+  BackendSpec spec = backend(name);
+  spec.dtype = dtype;
+  return spec;
+}
+
+InputSpec random_input(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
+  InputSpec spec;
+  spec.name = name;
+  spec.kind = InputSpec::Kind::k_random;
+  spec.random.shape = std::move(shape);
+  spec.random.seed = seed;
+  return spec;
+}
+
+}  // namespace driftgate::testing

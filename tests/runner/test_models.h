@@ -1,0 +1,36 @@
+// Small TorchScript models and backend specs for the runner tests, built in C++
+// (no Python): each test process writes its models into its own temp directory.
+#pragma once
+
+#include <string>
+
+#include "core/experiment.h"
+
+namespace driftgate::testing {
+
+// A fresh directory for this test process: <tmp>/dg_runner_<name>_<pid>.
+std::string fresh_dir(const std::string& name);
+
+// conv2d(3 -> 4, 3x3, pad 1) -> batch_norm (eval, registered running stats) -> relu.
+// Returns (features [N, 4, H, W], pooled [N, 4]): two output leaves, out[0] and out[1].
+// Has a "training" attribute set to true, as a model saved in train mode would.
+std::string save_conv_bn_model(const std::string& dir);
+
+// Returns {'scores': a 1x1 conv of x, 'boxes': x * 2} (a Dict[str, Tensor]).
+std::string save_dict_model(const std::string& dir);
+
+// Returns x * w + 1, but raises (a TorchScript assert) "float64 is not supported" for
+// float64 inputs (8-byte elements) and "batch of 2 is not supported" for a batch of 2.
+std::string save_raising_model(const std::string& dir);
+
+// A file that is not a TorchScript archive.
+std::string save_broken_model(const std::string& dir);
+
+// A backend spec with everything explicit; `configure` style helpers below.
+BackendSpec backend(const std::string& name);
+BackendSpec backend_with_dtype(const std::string& name, DType dtype);
+
+// A random input spec of `shape` with `seed`.
+InputSpec random_input(const std::string& name, std::vector<int64_t> shape, uint64_t seed);
+
+}  // namespace driftgate::testing
