@@ -2,7 +2,9 @@
 
 #include <git2.h>
 
+#include <deque>
 #include <memory>
+#include <set>
 
 #include "core/error.h"
 
@@ -66,13 +68,13 @@ bool has_tracked_changes(git_repository* repo) {
   if (git_repository_is_bare(repo) != 0) {
     return false;
   }
-  git_status_options options = GIT_STATUS_OPTIONS_INIT;
+  git_status_options options;
+  git_status_options_init(&options, GIT_STATUS_OPTIONS_VERSION);
   options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
   options.flags = GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
   git_status_list* raw = nullptr;
   if (git_status_list_new(&raw, repo, &options) != 0) {
-    throw Error(std::string("cannot read the git status of ") + git_repository_path(repo) + ": " +
-                last_git_error());
+    throw Error(std::string("cannot read the git status of ") + git_repository_path(repo) + ": " + last_git_error());
   }
   StatusListPtr list(raw);
   size_t count = git_status_list_entrycount(list.get());
@@ -85,6 +87,66 @@ bool has_tracked_changes(git_repository* repo) {
     }
   }
   return false;
+}
+
+// The parents of `commit` whose objects are in the repository; a shallow clone
+// lacks the parents of its boundary commits.
+std::vector<git_oid> present_parents(git_repository* repo, const git_commit* commit) {
+  std::vector<git_oid> parents;
+  for (unsigned int i = 0; i < git_commit_parentcount(commit); ++i) {
+    const git_oid* id = git_commit_parent_id(commit, i);
+    git_commit* parent = nullptr;
+    int rc = git_commit_lookup(&parent, repo, id);
+    if (rc == GIT_ENOTFOUND) {
+      continue;
+    }
+    if (rc != 0) {
+      throw Error("cannot read the parent " + oid_hex(id) + " of commit " + oid_hex(git_commit_id(commit)) + ": " +
+                  last_git_error());
+    }
+    git_commit_free(parent);
+    parents.push_back(*id);
+  }
+  return parents;
+}
+
+// Breadth-first over the commits present in the repository, starting at `start`;
+// stops early when `visit` returns true and returns that commit.
+template <typename Visit>
+std::optional<std::string> breadth_first(git_repository* repo, const git_oid& start, Visit visit) {
+  std::deque<git_oid> queue{start};
+  std::set<std::string> seen{oid_hex(&start)};
+  while (!queue.empty()) {
+    git_oid id = queue.front();
+    queue.pop_front();
+    std::string hex = oid_hex(&id);
+    if (visit(hex)) {
+      return hex;
+    }
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo, &id) != 0) {
+      throw Error("cannot read commit " + hex + ": " + last_git_error());
+    }
+    CommitPtr commit(raw);
+    for (const git_oid& parent : present_parents(repo, commit.get())) {
+      if (seen.insert(oid_hex(&parent)).second) {
+        queue.push_back(parent);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// The merge base within a shallow clone: the ancestor of `b` nearest to it (in
+// generations) that is also an ancestor of `a`, among the commits present. libgit2
+// 1.5's git_merge_base fails (and leaks) on the missing parents at the boundary.
+std::optional<std::string> shallow_merge_base(git_repository* repo, const git_oid& a, const git_oid& b) {
+  std::set<std::string> ancestors_of_a;
+  breadth_first(repo, a, [&](const std::string& hex) {
+    ancestors_of_a.insert(hex);
+    return false;
+  });
+  return breadth_first(repo, b, [&](const std::string& hex) { return ancestors_of_a.count(hex) != 0; });
 }
 
 }  // namespace
@@ -146,8 +208,8 @@ std::string GitRepo::resolve(const std::string& revision) const {
   git_object* raw = nullptr;
   int rc = git_revparse_single(&raw, m_repo, revision.c_str());
   if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC || rc == GIT_EAMBIGUOUS) {
-    throw Error("unknown revision '" + revision + "' in " + workdir() + "; fetch it (git fetch origin " +
-                revision + ") or pass a SHA");
+    throw Error("unknown revision '" + revision + "' in " + workdir() + "; fetch it (git fetch origin " + revision +
+                ") or pass a SHA");
   }
   if (rc != 0) {
     throw Error("cannot resolve revision '" + revision + "' in " + workdir() + ": " + last_git_error());
@@ -167,11 +229,11 @@ std::optional<std::string> GitRepo::merge_base(const std::string& a, const std::
   if (git_oid_fromstr(&one, resolve(a).c_str()) != 0 || git_oid_fromstr(&two, resolve(b).c_str()) != 0) {
     throw Error("cannot compute the merge base of '" + a + "' and '" + b + "': " + last_git_error());
   }
+  if (is_shallow()) {
+    return shallow_merge_base(m_repo, one, two);
+  }
   git_oid base;
   int rc = git_merge_base(&base, m_repo, &one, &two);
-  // GIT_ENOTFOUND covers both "no common ancestor" and "history ends in a
-  // shallow clone before one is reached" (libgit2 1.5 reports a missing parent
-  // object that way).
   if (rc == GIT_ENOTFOUND) {
     return std::nullopt;
   }
@@ -210,8 +272,7 @@ std::vector<std::string> GitRepo::first_parent_walk(const std::string& start, in
       return walk;  // the shallow boundary: the parent's object is not in this clone
     }
     if (rc != 0) {
-      throw Error("cannot read the parent of commit " + walk.back() + " in " + workdir() + ": " +
-                  last_git_error());
+      throw Error("cannot read the parent of commit " + walk.back() + " in " + workdir() + ": " + last_git_error());
     }
     commit.reset(parent);
   }

@@ -1,1 +1,136 @@
-// placeholder: being written
+#include "differ/baseline_select.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace driftgate {
+
+const char* const k_shallow_clone_note =
+    "shallow clone: the merge base of HEAD and BASE is not in this clone; fetch full history "
+    "(actions/checkout fetch-depth: 0, GIT_DEPTH: 0) \xE2\x80\x94 falling back to HEAD's own ancestors";
+
+namespace {
+
+std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
+
+struct StartPoint {
+  std::string sha;
+  std::vector<std::string> notes;
+};
+
+// The merge base of the run's commit and the base revision, or the run's commit
+// itself (with a note) when the base is unknown to a shallow clone or unrelated.
+StartPoint choose_start(const GitRepo& repo, const SelectionRequest& request) {
+  const std::string& head = request.head_sha;
+  if (!request.base_revision) {
+    return {head, {}};
+  }
+  bool shallow = repo.is_shallow();
+  std::optional<std::string> base;
+  try {
+    base = repo.merge_base(head, repo.resolve(*request.base_revision));
+  } catch (const Error&) {
+    // A shallow clone may lack the base commit or the parents between them.
+    if (!shallow) {
+      throw;
+    }
+  }
+  if (base) {
+    return {*base, {}};
+  }
+  if (shallow) {
+    return {head, {k_shallow_clone_note}};
+  }
+  return {head,
+          {"HEAD (" + short_sha(head) + ") and BASE '" + *request.base_revision +
+           "' share no history \xE2\x80\x94 falling back to HEAD's own ancestors"}};
+}
+
+struct Hit {
+  std::string sha;
+  std::string env_key;
+  int steps = 0;
+};
+
+// Walks `walk` and returns the nearest baseline of `own` and the nearest of any
+// other environment key (each may be absent).
+std::pair<std::optional<Hit>, std::optional<Hit>> nearest_hits(const BaselineStore& store,
+                                                               const std::vector<std::string>& walk,
+                                                               const std::string& own) {
+  std::vector<std::string> others = store.env_keys();
+  others.erase(std::remove(others.begin(), others.end(), own), others.end());
+  std::optional<Hit> other;
+  for (size_t i = 0; i < walk.size(); ++i) {
+    int steps = static_cast<int>(i);
+    if (store.contains(own, walk[i])) {
+      return {Hit{walk[i], own, steps}, other};
+    }
+    for (size_t k = 0; k < others.size() && !other; ++k) {
+      if (store.contains(others[k], walk[i])) {
+        other = Hit{walk[i], others[k], steps};
+      }
+    }
+  }
+  return {std::nullopt, other};
+}
+
+void take(BaselineSelection& selection, const BaselineStore& store, const Hit& hit) {
+  selection.found = true;
+  selection.sha = hit.sha;
+  selection.env_key = hit.env_key;
+  selection.steps = hit.steps;
+  selection.baseline = store.load(hit.env_key, hit.sha);
+  if (!selection.baseline) {
+    throw Error("baseline " + hit.env_key + "/" + hit.sha + " disappeared while being read; run the diff again");
+  }
+}
+
+}  // namespace
+
+BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& store, const SelectionRequest& request) {
+  if (request.max_walk < 1) {
+    throw Error("max walk " + std::to_string(request.max_walk) +
+                ": must be at least 1 (how many first-parent commits to search for a baseline)");
+  }
+  BaselineSelection selection;
+  if (!is_commit_sha(request.head_sha)) {
+    selection.reason = "the run has no commit SHA ('" + request.head_sha +
+                       "'): it was made outside a git checkout, so no baseline can be chosen by ancestry";
+    return selection;
+  }
+  StartPoint start = choose_start(repo, request);
+  selection.start_sha = start.sha;
+  selection.notes = start.notes;
+  std::vector<std::string> walk = repo.first_parent_walk(start.sha, request.max_walk);
+  std::string own = request.environment.key();
+  auto [same, other] = nearest_hits(store, walk, own);
+  if (same) {
+    take(selection, store, *same);
+    return selection;
+  }
+  if (repo.is_shallow() && static_cast<int>(walk.size()) < request.max_walk) {
+    selection.notes.push_back("shallow clone: history ends after " + std::to_string(walk.size()) +
+                              " first-parent commits of " + short_sha(start.sha) +
+                              "; fetch full history (actions/checkout fetch-depth: 0, GIT_DEPTH: 0) to search further");
+  }
+  if (!other) {
+    selection.reason =
+        "no baseline within " + std::to_string(walk.size()) + " first-parent commits of " + short_sha(start.sha);
+    return selection;
+  }
+  std::optional<RunFile> other_run = store.load(other->env_key, other->sha);
+  std::string changes =
+      other_run ? describe_changes(diff_environments(other_run->header.environment, request.environment)) : "";
+  if (!request.allow_env_mismatch) {
+    selection.reason =
+        "no comparable baseline: baselines exist only for other environments: " + other->env_key + " (" + changes + ")";
+    return selection;
+  }
+  take(selection, store, *other);
+  selection.env_mismatch = true;
+  selection.env_changes = changes;
+  return selection;
+}
+
+}  // namespace driftgate

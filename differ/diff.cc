@@ -1,1 +1,216 @@
-// placeholder: being written
+#include "differ/diff.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace driftgate {
+
+namespace {
+
+struct ClassName {
+  DiffClass diff_class;
+  const char* name;
+};
+
+constexpr ClassName k_class_names[] = {
+    {DiffClass::k_regressed, "regressed"},   {DiffClass::k_crashed, "crashed"}, {DiffClass::k_missing, "missing"},
+    {DiffClass::k_drift_grew, "drift_grew"}, {DiffClass::k_new, "new"},         {DiffClass::k_fixed, "fixed"},
+    {DiffClass::k_unchanged, "unchanged"},
+};
+
+std::string short_hash(const std::string& hash) { return hash.empty() ? "(none)" : hash.substr(0, 7); }
+
+std::optional<double> max_abs_of(const CheckRecord& check) {
+  if (!check.stats) {
+    return std::nullopt;
+  }
+  return check.stats->max_abs;
+}
+
+bool drift_grew(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
+  if (before.status != CheckStatus::k_pass || after.status != CheckStatus::k_pass || !before.stats || !after.stats) {
+    return false;
+  }
+  double was = before.stats->max_abs;
+  double now = after.stats->max_abs;
+  return now > options.drift_floor && now > was * options.drift_factor;
+}
+
+DiffClass classify(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
+  bool failed_before = is_failure(before.status);
+  bool fails_now = is_failure(after.status);
+  if (!failed_before && fails_now) {
+    return DiffClass::k_regressed;
+  }
+  if (failed_before && before.status != CheckStatus::k_error && after.status == CheckStatus::k_error) {
+    return DiffClass::k_crashed;
+  }
+  if (failed_before && after.status == CheckStatus::k_pass) {
+    return DiffClass::k_fixed;
+  }
+  if (drift_grew(before, after, options)) {
+    return DiffClass::k_drift_grew;
+  }
+  return DiffClass::k_unchanged;
+}
+
+std::vector<ExperimentChange> experiment_changes(const RunHeader& run, const RunHeader& baseline) {
+  std::vector<ExperimentChange> changes;
+  for (const auto& now : run.experiments) {
+    auto was = std::find_if(baseline.experiments.begin(), baseline.experiments.end(),
+                            [&](const ExperimentHeader& e) { return e.name == now.name; });
+    if (was == baseline.experiments.end()) {
+      continue;
+    }
+    if (was->model_hash != now.model_hash) {
+      changes.push_back({now.name, "model", was->model_hash, now.model_hash});
+    }
+    if (was->config_hash != now.config_hash) {
+      changes.push_back({now.name, "config", was->config_hash, now.config_hash});
+    }
+  }
+  std::sort(changes.begin(), changes.end(), [](const ExperimentChange& a, const ExperimentChange& b) {
+    return std::tie(a.experiment, a.what) < std::tie(b.experiment, b.what);
+  });
+  return changes;
+}
+
+void add_experiment_notes(DiffResult& result) {
+  for (auto& check : result.checks) {
+    for (const auto& change : result.experiment_changes) {
+      if (change.experiment == check.experiment) {
+        check.notes.push_back(change.note());
+      }
+    }
+  }
+}
+
+CheckDiff compare(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
+  CheckDiff diff{after.id,          after.experiment, classify(before, after, options),
+                 before.status,     after.status,     max_abs_of(before),
+                 max_abs_of(after), after.message,    {}};
+  if (diff.diff_class == DiffClass::k_unchanged && before.status != after.status) {
+    diff.notes.push_back(std::string("status changed (") + to_string(before.status) + " -> " + to_string(after.status) +
+                         ")");
+  }
+  return diff;
+}
+
+}  // namespace
+
+const char* to_string(DiffClass diff_class) {
+  for (const auto& entry : k_class_names) {
+    if (entry.diff_class == diff_class) {
+      return entry.name;
+    }
+  }
+  return "unknown";
+}
+
+std::string to_label(DiffClass diff_class) {
+  std::string label = to_string(diff_class);
+  std::replace(label.begin(), label.end(), '_', ' ');
+  return label;
+}
+
+DiffClass parse_diff_class(const std::string& name) {
+  std::string known;
+  for (const auto& entry : k_class_names) {
+    if (name == entry.name) {
+      return entry.diff_class;
+    }
+    known += known.empty() ? "" : ", ";
+    known += entry.name;
+  }
+  throw Error("unknown diff class '" + name + "'; known classes: " + known);
+}
+
+const std::vector<DiffClass>& all_diff_classes() {
+  static const std::vector<DiffClass> classes = [] {
+    std::vector<DiffClass> all;
+    for (const auto& entry : k_class_names) {
+      all.push_back(entry.diff_class);
+    }
+    return all;
+  }();
+  return classes;
+}
+
+std::string ExperimentChange::note() const {
+  return what + " changed (" + short_hash(before) + " -> " + short_hash(after) + ")";
+}
+
+int64_t DiffResult::count(DiffClass diff_class) const {
+  auto it = counts.find(diff_class);
+  return it == counts.end() ? 0 : it->second;
+}
+
+DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options) {
+  DiffResult result;
+  std::map<std::string, const CheckRecord*> before;
+  for (const auto& check : baseline.checks) {
+    before.emplace(check.id, &check);
+  }
+  std::set<std::string> seen;
+  for (const auto& check : run.checks) {
+    seen.insert(check.id);
+    auto it = before.find(check.id);
+    if (it == before.end()) {
+      result.checks.push_back({check.id,
+                               check.experiment,
+                               DiffClass::k_new,
+                               std::nullopt,
+                               check.status,
+                               std::nullopt,
+                               max_abs_of(check),
+                               check.message,
+                               {}});
+      continue;
+    }
+    result.checks.push_back(compare(*it->second, check, options));
+  }
+  for (const auto& [id, check] : before) {
+    if (seen.count(id) == 0) {
+      result.checks.push_back({id,
+                               check->experiment,
+                               DiffClass::k_missing,
+                               check->status,
+                               std::nullopt,
+                               max_abs_of(*check),
+                               std::nullopt,
+                               check->message,
+                               {}});
+    }
+  }
+  std::sort(result.checks.begin(), result.checks.end(), [](const CheckDiff& a, const CheckDiff& b) {
+    return std::tie(a.diff_class, a.id) < std::tie(b.diff_class, b.id);
+  });
+  for (DiffClass diff_class : all_diff_classes()) {
+    result.counts[diff_class] = 0;
+  }
+  for (const auto& check : result.checks) {
+    ++result.counts[check.diff_class];
+  }
+  result.experiment_changes = experiment_changes(run.header, baseline.header);
+  add_experiment_notes(result);
+  result.environment_changes = describe_changes(diff_environments(baseline.header.environment, run.header.environment));
+  return result;
+}
+
+std::vector<DiffClass> gated_classes_present(const DiffResult& result, const GatePolicy& policy) {
+  std::vector<DiffClass> present;
+  for (DiffClass diff_class : all_diff_classes()) {
+    if (policy.gated.count(diff_class) != 0 && result.count(diff_class) > 0) {
+      present.push_back(diff_class);
+    }
+  }
+  return present;
+}
+
+ExitCode gate_exit_code(const DiffResult& result, const GatePolicy& policy) {
+  return gated_classes_present(result, policy).empty() ? ExitCode::k_ok : ExitCode::k_gated;
+}
+
+}  // namespace driftgate

@@ -19,5 +19,11 @@ status=0
 verdict=0
 "$driftgate" diff out/run.jsonl --store baselines --markdown out/summary.md --report out/report.json || verdict=$?
 echo
-echo "gate verdict: $([[ $verdict -eq 0 ]] && echo PASS || echo FAIL) (exit $verdict); details in out/summary.md"
+case "$(grep -o '"verdict": *"[a-z_]*"' out/report.json | head -1 | sed 's/.*"\([a-z_]*\)"$/\1/')" in
+  pass) word="PASS" ;;
+  fail) word="FAIL" ;;
+  no_baseline) word="NEUTRAL (no comparable baseline)" ;;
+  *) word="exit $verdict" ;;
+esac
+echo "gate verdict: $word (exit $verdict); details in out/summary.md"
 exit "$verdict"

@@ -8,7 +8,9 @@ expect_contains "$work/stdout" "baseline" "--help lists subcommands"
 expect_exit 2 "no subcommand exits 2" -- "$DRIFTGATE"
 expect_exit 2 "unknown subcommand exits 2" -- "$DRIFTGATE" frobnicate
 expect_contains "$work/stderr" "unknown subcommand 'frobnicate'; see driftgate --help" "unknown subcommand says what to try"
-for sub in run diff baseline env; do
+subcommands=(diff baseline env)
+[[ "${DRIFTGATE_WITH_TORCH:-1}" == "0" ]] || subcommands+=(run)
+for sub in "${subcommands[@]}"; do
   expect_exit 0 "$sub --help exits 0" -- "$DRIFTGATE" "$sub" --help
   expect_contains "$work/stdout" "Example:" "$sub --help has an example"
   expect_contains "$work/stdout" "Exit codes:" "$sub --help states the exit codes"

@@ -1,0 +1,71 @@
+// Where baselines live: the records of one run per (environment key, commit SHA).
+//
+// The differ reads baselines while choosing and diffing; `driftgate baseline
+// update` writes them. Both talk to the BaselineStore interface so that tests use
+// a fake and a second backend (git notes) can slot in. DirectoryStore is the
+// default: `<root>/<env-key>/<sha>.jsonl`, one immutable-looking, reviewable file
+// per baseline, written atomically under an exclusive lock on `<root>/.lock`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/record.h"
+
+namespace driftgate {
+
+class BaselineStore {
+ public:
+  virtual ~BaselineStore() = default;
+
+  // The baseline of (env_key, sha), or nullopt when there is none. Throws
+  // driftgate::Error on a malformed name or a corrupt baseline.
+  virtual std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const = 0;
+
+  // Whether a baseline of (env_key, sha) exists, without reading it.
+  virtual bool contains(const std::string& env_key, const std::string& sha) const = 0;
+
+  // Stores `run` under its own environment key and commit SHA, records sorted by
+  // check id. Returns where it went, for messages ("<env-key>/<sha>.jsonl").
+  virtual std::string save(const RunFile& run) = 0;
+
+  // Every environment key that has at least one baseline, sorted.
+  virtual std::vector<std::string> env_keys() const = 0;
+
+  // Every commit SHA with a baseline for `env_key`, sorted.
+  virtual std::vector<std::string> shas(const std::string& env_key) const = 0;
+};
+
+// Validation of the two names a baseline is keyed by, so that nothing a run file
+// says can make a path escape the store. Throw driftgate::Error when malformed.
+bool is_env_key(const std::string& text);     // 16 lowercase hex digits
+bool is_commit_sha(const std::string& text);  // 40 lowercase hex digits
+void require_env_key(const std::string& env_key);
+void require_commit_sha(const std::string& sha);
+
+// A copy of `run` whose checks are sorted by id: the canonical baseline form.
+RunFile canonical_baseline(const RunFile& run);
+
+class DirectoryStore : public BaselineStore {
+ public:
+  explicit DirectoryStore(std::string root);
+
+  // Whether the root directory exists (a diff against a missing store is an error,
+  // while the first `baseline update` creates it).
+  bool exists() const;
+  const std::string& root() const { return m_root; }
+  // "<root>/<env-key>/<sha>.jsonl"
+  std::string path_of(const std::string& env_key, const std::string& sha) const;
+
+  std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const override;
+  bool contains(const std::string& env_key, const std::string& sha) const override;
+  std::string save(const RunFile& run) override;
+  std::vector<std::string> env_keys() const override;
+  std::vector<std::string> shas(const std::string& env_key) const override;
+
+ private:
+  std::string m_root;
+};
+
+}  // namespace driftgate

@@ -1,0 +1,97 @@
+// Classifying what changed between a run and its baseline, check by check.
+//
+// Each check id present in either file gets exactly one class, so a report can
+// count and list them and a gate policy can decide the exit code:
+//   regressed   the baseline did not fail, the run fails (fail_* or error)
+//   crashed     the baseline failed with fail_*, the run now errors (a worse failure)
+//   missing     in the baseline only: a check silently disappeared
+//   drift_grew  both pass, but max_abs grew by more than the drift factor (and above a floor)
+//   new         in the run only
+//   fixed       the baseline failed, the run passes
+//   unchanged   anything else (also failing -> failing and pass <-> skipped, with a note)
+// Besides the classes, a changed model or config hash of an experiment is attached
+// as a note to every check of that experiment, so the cause is visible instead of
+// mystery drift.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/exit_code.h"
+#include "core/record.h"
+
+namespace driftgate {
+
+// In severity order: reports list classes in this order.
+enum class DiffClass {
+  k_regressed,
+  k_crashed,
+  k_missing,
+  k_drift_grew,
+  k_new,
+  k_fixed,
+  k_unchanged,
+};
+
+const char* to_string(DiffClass diff_class);
+// "drift_grew" -> "drift grew": for prose.
+std::string to_label(DiffClass diff_class);
+// Throws driftgate::Error listing the class names on an unknown name.
+DiffClass parse_diff_class(const std::string& name);
+// Every class, in severity order.
+const std::vector<DiffClass>& all_diff_classes();
+
+struct DiffOptions {
+  double drift_factor = 10.0;  // max_abs must grow by more than this factor to count as drift
+  double drift_floor = 1e-12;  // ... and end above this absolute value (noise around zero is not drift)
+};
+
+// Which classes fail the gate (exit code 1).
+struct GatePolicy {
+  std::set<DiffClass> gated = {DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing};
+};
+
+// One experiment whose model or config file changed between baseline and run.
+struct ExperimentChange {
+  std::string experiment;
+  std::string what;    // "model" or "config"
+  std::string before;  // full hashes
+  std::string after;
+  std::string note() const;  // "model changed (abc1234 -> def5678)"
+};
+
+struct CheckDiff {
+  std::string id;
+  std::string experiment;
+  DiffClass diff_class = DiffClass::k_unchanged;
+  std::optional<CheckStatus> status_before;  // absent for new checks
+  std::optional<CheckStatus> status_after;   // absent for missing checks
+  std::optional<double> max_abs_before;
+  std::optional<double> max_abs_after;
+  std::string message;             // the run's message (the baseline's for a missing check)
+  std::vector<std::string> notes;  // "model changed (...)", "status changed (pass -> skipped)"
+};
+
+struct DiffResult {
+  std::vector<CheckDiff> checks;                     // by class severity, then check id
+  std::map<DiffClass, int64_t> counts;               // every class present, zero included
+  std::vector<ExperimentChange> experiment_changes;  // by experiment, then what
+  std::string environment_changes;                   // baseline -> run; "" when the environments match
+
+  int64_t count(DiffClass diff_class) const;
+};
+
+// Classifies every check of `run` and `baseline`.
+DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options = {});
+
+// The classes of `policy` present in `result`, in severity order.
+std::vector<DiffClass> gated_classes_present(const DiffResult& result, const GatePolicy& policy);
+
+// k_gated when any gated class is present, k_ok otherwise.
+ExitCode gate_exit_code(const DiffResult& result, const GatePolicy& policy);
+
+}  // namespace driftgate

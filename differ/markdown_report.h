@@ -1,0 +1,33 @@
+// The markdown rendering of a diff report: the PR/MR comment and the terminal summary.
+//
+// The first line is the verdict so that a sticky comment, a job log and `-q`
+// output all start with the answer. Everything that comes from a run file (check
+// ids, messages, hashes, environment values) is put in code spans or escaped:
+// a check name can contain `|`, backticks, `<script>` or an @mention, and a PR
+// comment must neither break, run HTML nor ping anyone.
+#pragma once
+
+#include <string>
+
+#include "differ/report.h"
+
+namespace driftgate {
+
+// Checks listed per class before "... and N more (see report.json)".
+inline constexpr int k_markdown_checks_per_class = 50;
+
+// The whole summary, ending with a newline.
+std::string render_markdown(const Report& report);
+
+// Only the verdict line ("**driftgate: FAIL** — 2 regressed, 1 fixed"), no newline.
+std::string render_verdict_line(const Report& report);
+
+// `text` as an inline code span whose fence is longer than any backtick run in it;
+// newlines become spaces. Markdown, HTML and mentions are inert inside it.
+std::string markdown_code(const std::string& text);
+
+// `text` as plain markdown prose: punctuation that markdown or HTML would interpret
+// is backslash-escaped and an @ cannot start a mention.
+std::string markdown_text(const std::string& text);
+
+}  // namespace driftgate

@@ -1,0 +1,56 @@
+// The result of `driftgate diff` as one plain object, before any rendering.
+//
+// Selection and diff each know part of the story (which baseline, why none,
+// what changed); the report joins them with the gate verdict so that every
+// renderer (markdown for PR comments, report.json for machines) tells the same
+// story from the same data and none re-derives the verdict.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/exit_code.h"
+#include "core/record.h"
+#include "differ/baseline_select.h"
+#include "differ/diff.h"
+
+namespace driftgate {
+
+enum class Verdict {
+  k_pass,         // compared; no gated class present
+  k_fail,         // compared; some gated class present
+  k_no_baseline,  // nothing comparable: neutral, exit 0
+};
+
+const char* to_string(Verdict verdict);
+
+struct Report {
+  Verdict verdict = Verdict::k_no_baseline;
+  std::string reason;  // why there is no baseline (k_no_baseline only)
+
+  std::string run_sha;
+  std::string run_env_key;
+
+  // The chosen baseline (when compared).
+  std::string baseline_sha;
+  std::string baseline_env_key;
+  int baseline_steps = 0;     // first-parent steps from start_sha
+  std::string start_sha;      // merge base or the run's commit
+  bool env_mismatch = false;  // compared across environments (--allow-env-mismatch)
+  std::string env_changes;    // baseline -> run environment; "" when they match
+
+  std::vector<std::string> notes;  // selection notes (shallow-clone fallback, ...)
+  GatePolicy policy;
+  std::vector<DiffClass> gated_present;  // gated classes found, severity order
+  std::optional<DiffResult> diff;        // absent when nothing was compared
+};
+
+// Joins a run, its baseline selection and (when a baseline was found) the diff.
+Report make_report(const RunFile& run, const BaselineSelection& selection, const std::optional<DiffResult>& diff,
+                   const GatePolicy& policy);
+
+// The published exit code of a report: 1 for k_fail, 0 otherwise (no baseline is neutral).
+ExitCode report_exit_code(const Report& report);
+
+}  // namespace driftgate

@@ -1,0 +1,246 @@
+#include "differ/diff.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tests/differ/test_support.h"
+
+namespace driftgate {
+namespace {
+
+using test::make_check;
+using test::make_environment;
+using test::make_run;
+
+const std::string k_sha = "0123456789abcdef0123456789abcdef01234567";
+
+std::string id_of(const std::string& input, const std::string& experiment = "exp") {
+  return make_check_id(experiment, input, "cpu_fp32", "onednn_off", "out");
+}
+
+struct Expected {
+  std::string input;
+  DiffClass diff_class;
+};
+
+// One check per rule; baseline state -> run state.
+class DiffClassesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    using S = CheckStatus;
+    std::vector<CheckRecord> before = {
+        make_check("a_pass_to_fail", S::k_pass, 1e-6),
+        make_check("b_pass_to_error", S::k_pass, 1e-6),
+        make_check("c_fail_to_error", S::k_fail_numeric, 0.5),
+        make_check("d_fail_to_pass", S::k_fail_numeric, 0.5),
+        make_check("e_error_to_pass", S::k_error, std::nullopt),
+        make_check("f_drift_x20", S::k_pass, 1e-6),
+        make_check("g_drift_x9", S::k_pass, 1e-6),
+        make_check("h_zero_to_below_floor", S::k_pass, 0.0),
+        make_check("i_zero_to_above_floor", S::k_pass, 0.0),
+        make_check("j_only_in_baseline", S::k_pass, 0.0),
+        make_check("l_pass_to_skipped", S::k_pass, 0.0),
+        make_check("m_fail_to_other_fail", S::k_fail_numeric, 0.5),
+        make_check("n_error_to_error", S::k_error, std::nullopt),
+        make_check("o_skipped_to_fail", S::k_skipped, std::nullopt),
+        make_check("p_drift_while_failing", S::k_fail_numeric, 1e-6),
+    };
+    std::vector<CheckRecord> after = {
+        make_check("a_pass_to_fail", S::k_fail_numeric, 0.1, "2 of 10 elements"),
+        make_check("b_pass_to_error", S::k_error, std::nullopt, "RuntimeError: boom"),
+        make_check("c_fail_to_error", S::k_error, std::nullopt, "RuntimeError: boom"),
+        make_check("d_fail_to_pass", S::k_pass, 1e-7),
+        make_check("e_error_to_pass", S::k_pass, 1e-7),
+        make_check("f_drift_x20", S::k_pass, 2e-5),
+        make_check("g_drift_x9", S::k_pass, 9e-6),
+        make_check("h_zero_to_below_floor", S::k_pass, 1e-13),
+        make_check("i_zero_to_above_floor", S::k_pass, 1e-9),
+        make_check("k_only_in_run", S::k_pass, 0.0),
+        make_check("l_pass_to_skipped", S::k_skipped, std::nullopt, "no CUDA device"),
+        make_check("m_fail_to_other_fail", S::k_fail_shape, std::nullopt),
+        make_check("n_error_to_error", S::k_error, std::nullopt),
+        make_check("o_skipped_to_fail", S::k_fail_numeric, 0.5),
+        make_check("p_drift_while_failing", S::k_fail_numeric, 1.0),
+    };
+    baseline = make_run(k_sha, make_environment(), before);
+    run = make_run(k_sha, make_environment(), after);
+  }
+
+  RunFile baseline;
+  RunFile run;
+};
+
+TEST_F(DiffClassesTest, EveryCheckGetsExactlyTheExpectedClassInSeverityOrder) {
+  DiffResult result = diff_runs(run, baseline);
+  std::vector<Expected> expected = {
+      {"a_pass_to_fail", DiffClass::k_regressed},
+      {"b_pass_to_error", DiffClass::k_regressed},
+      {"o_skipped_to_fail", DiffClass::k_regressed},
+      {"c_fail_to_error", DiffClass::k_crashed},
+      {"j_only_in_baseline", DiffClass::k_missing},
+      {"f_drift_x20", DiffClass::k_drift_grew},
+      {"i_zero_to_above_floor", DiffClass::k_drift_grew},
+      {"k_only_in_run", DiffClass::k_new},
+      {"d_fail_to_pass", DiffClass::k_fixed},
+      {"e_error_to_pass", DiffClass::k_fixed},
+      {"g_drift_x9", DiffClass::k_unchanged},
+      {"h_zero_to_below_floor", DiffClass::k_unchanged},
+      {"l_pass_to_skipped", DiffClass::k_unchanged},
+      {"m_fail_to_other_fail", DiffClass::k_unchanged},
+      {"n_error_to_error", DiffClass::k_unchanged},
+      {"p_drift_while_failing", DiffClass::k_unchanged},
+  };
+  ASSERT_EQ(result.checks.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(result.checks[i].id, id_of(expected[i].input)) << i;
+    EXPECT_EQ(to_string(result.checks[i].diff_class), std::string(to_string(expected[i].diff_class)))
+        << expected[i].input;
+  }
+  EXPECT_EQ(result.count(DiffClass::k_regressed), 3);
+  EXPECT_EQ(result.count(DiffClass::k_crashed), 1);
+  EXPECT_EQ(result.count(DiffClass::k_missing), 1);
+  EXPECT_EQ(result.count(DiffClass::k_drift_grew), 2);
+  EXPECT_EQ(result.count(DiffClass::k_new), 1);
+  EXPECT_EQ(result.count(DiffClass::k_fixed), 2);
+  EXPECT_EQ(result.count(DiffClass::k_unchanged), 6);
+  EXPECT_EQ(result.counts.size(), all_diff_classes().size());
+}
+
+TEST_F(DiffClassesTest, EntriesCarryStatusesMaxAbsMessagesAndStatusNotes) {
+  DiffResult result = diff_runs(run, baseline);
+  auto find = [&](const std::string& input) -> const CheckDiff& {
+    for (const auto& check : result.checks) {
+      if (check.id == id_of(input)) {
+        return check;
+      }
+    }
+    throw std::runtime_error("no check " + input);
+  };
+  const CheckDiff& regressed = find("a_pass_to_fail");
+  EXPECT_EQ(regressed.status_before, CheckStatus::k_pass);
+  EXPECT_EQ(regressed.status_after, CheckStatus::k_fail_numeric);
+  EXPECT_EQ(regressed.max_abs_before, 1e-6);
+  EXPECT_EQ(regressed.max_abs_after, 0.1);
+  EXPECT_EQ(regressed.message, "2 of 10 elements");
+  EXPECT_TRUE(regressed.notes.empty());
+  EXPECT_EQ(regressed.experiment, "exp");
+
+  const CheckDiff& missing = find("j_only_in_baseline");
+  EXPECT_EQ(missing.status_before, CheckStatus::k_pass);
+  EXPECT_FALSE(missing.status_after.has_value());
+  EXPECT_FALSE(missing.max_abs_after.has_value());
+
+  const CheckDiff& added = find("k_only_in_run");
+  EXPECT_FALSE(added.status_before.has_value());
+  EXPECT_EQ(added.status_after, CheckStatus::k_pass);
+
+  const CheckDiff& crashed = find("c_fail_to_error");
+  EXPECT_FALSE(crashed.max_abs_after.has_value());
+  EXPECT_EQ(crashed.message, "RuntimeError: boom");
+
+  EXPECT_EQ(find("l_pass_to_skipped").notes, std::vector<std::string>{"status changed (pass -> skipped)"});
+  EXPECT_EQ(find("m_fail_to_other_fail").notes,
+            std::vector<std::string>{"status changed (fail_numeric -> fail_shape)"});
+  EXPECT_TRUE(find("n_error_to_error").notes.empty());
+  EXPECT_EQ(result.environment_changes, "");
+  EXPECT_TRUE(result.experiment_changes.empty());
+}
+
+TEST_F(DiffClassesTest, TheDriftFactorIsAnOption) {
+  DiffOptions options;
+  options.drift_factor = 30.0;
+  DiffResult result = diff_runs(run, baseline, options);
+  EXPECT_EQ(result.count(DiffClass::k_drift_grew), 1);  // only 0 -> 1e-9 remains
+  options.drift_factor = 5.0;
+  EXPECT_EQ(diff_runs(run, baseline, options).count(DiffClass::k_drift_grew), 3);  // x9 joins
+}
+
+TEST_F(DiffClassesTest, TheDefaultGateFailsOnRegressedCrashedAndMissing) {
+  GatePolicy policy;
+  DiffResult result = diff_runs(run, baseline);
+  EXPECT_EQ(gated_classes_present(result, policy),
+            (std::vector<DiffClass>{DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing}));
+  EXPECT_EQ(gate_exit_code(result, policy), ExitCode::k_gated);
+}
+
+TEST(Diff, OnlyUngatedClassesPassTheGate) {
+  using S = CheckStatus;
+  RunFile baseline = make_run(k_sha, make_environment(),
+                              {make_check("fixed", S::k_fail_numeric, 0.5), make_check("drift", S::k_pass, 1e-8)});
+  RunFile run = make_run(k_sha, make_environment(),
+                         {make_check("fixed", S::k_pass, 1e-8), make_check("drift", S::k_pass, 1e-3),
+                          make_check("new", S::k_fail_numeric, 0.5)});
+  DiffResult result = diff_runs(run, baseline);
+  EXPECT_EQ(result.count(DiffClass::k_fixed), 1);
+  EXPECT_EQ(result.count(DiffClass::k_drift_grew), 1);
+  EXPECT_EQ(result.count(DiffClass::k_new), 1);
+  EXPECT_EQ(gate_exit_code(result, GatePolicy{}), ExitCode::k_ok);
+  GatePolicy strict;
+  strict.gated.insert(DiffClass::k_drift_grew);
+  EXPECT_EQ(gate_exit_code(result, strict), ExitCode::k_gated);
+  EXPECT_EQ(gated_classes_present(result, strict), std::vector<DiffClass>{DiffClass::k_drift_grew});
+}
+
+TEST(Diff, AMissingCheckAloneFailsTheGate) {
+  RunFile baseline = make_run(k_sha, make_environment(),
+                              {make_check("kept", CheckStatus::k_pass), make_check("gone", CheckStatus::k_pass)});
+  RunFile run = make_run(k_sha, make_environment(), {make_check("kept", CheckStatus::k_pass)});
+  DiffResult result = diff_runs(run, baseline);
+  EXPECT_EQ(result.count(DiffClass::k_missing), 1);
+  EXPECT_EQ(gate_exit_code(result, GatePolicy{}), ExitCode::k_gated);
+  EXPECT_EQ(gate_exit_code(diff_runs(run, run), GatePolicy{}), ExitCode::k_ok);
+}
+
+TEST(Diff, AChangedModelIsNotedOnEveryCheckOfItsExperiment) {
+  using S = CheckStatus;
+  std::vector<CheckRecord> before = {make_check("x", S::k_pass, 1e-7), make_check("y", S::k_pass, 1e-7),
+                                     make_check("x", S::k_pass, 1e-7, "", "other")};
+  std::vector<CheckRecord> after = {make_check("x", S::k_fail_numeric, 0.5), make_check("y", S::k_pass, 1e-7),
+                                    make_check("x", S::k_pass, 1e-7, "", "other")};
+  RunFile baseline = make_run(k_sha, make_environment(), before, "abc1234000000000000000000000000000000000",
+                              "cccccccccccccccccccccccccccccccccccccccc");
+  RunFile run = make_run(k_sha, make_environment(), after, "def5678000000000000000000000000000000000",
+                         "cccccccccccccccccccccccccccccccccccccccc");
+  // The second experiment keeps its model: give the baseline's header entry the run's hash.
+  baseline.header.experiments[1].model_hash = run.header.experiments[1].model_hash;
+  // And the first one's config changed too.
+  run.header.experiments[0].config_hash = "ddddddd000000000000000000000000000000000";
+
+  DiffResult result = diff_runs(run, baseline);
+  ASSERT_EQ(result.experiment_changes.size(), 2u);
+  EXPECT_EQ(result.experiment_changes[0].experiment, "exp");
+  EXPECT_EQ(result.experiment_changes[0].note(), "config changed (ccccccc -> ddddddd)");
+  EXPECT_EQ(result.experiment_changes[1].note(), "model changed (abc1234 -> def5678)");
+  std::vector<std::string> both = {"config changed (ccccccc -> ddddddd)", "model changed (abc1234 -> def5678)"};
+  for (const auto& check : result.checks) {
+    if (check.experiment == "exp") {
+      EXPECT_EQ(check.notes, both) << check.id;
+    } else {
+      EXPECT_TRUE(check.notes.empty()) << check.id;
+    }
+  }
+  EXPECT_EQ(result.count(DiffClass::k_regressed), 1);
+}
+
+TEST(Diff, EnvironmentChangesAreDescribed) {
+  RunFile baseline = make_run(k_sha, make_environment("1"), {make_check("x", CheckStatus::k_pass)});
+  RunFile run = make_run(k_sha, make_environment("4"), {make_check("x", CheckStatus::k_pass)});
+  EXPECT_EQ(diff_runs(run, baseline).environment_changes, "threads 1 -> 4");
+}
+
+TEST(Diff, ClassNames) {
+  EXPECT_STREQ(to_string(DiffClass::k_drift_grew), "drift_grew");
+  EXPECT_EQ(to_label(DiffClass::k_drift_grew), "drift grew");
+  EXPECT_EQ(parse_diff_class("crashed"), DiffClass::k_crashed);
+  try {
+    parse_diff_class("regresed");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown diff class 'regresed'; known classes: regressed, crashed, missing, drift_grew, "
+                 "new, fixed, unchanged");
+  }
+}
+
+}  // namespace
+}  // namespace driftgate
