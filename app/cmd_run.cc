@@ -97,9 +97,7 @@ CommitInfo commit_of(const std::string& repo_path) {
 // "12 checks (10 pass, 2 fail_numeric)", statuses in taxonomy order.
 std::string describe(const RunSummary& summary) {
   std::string counts;
-  for (CheckStatus status : {CheckStatus::k_pass, CheckStatus::k_fail_numeric, CheckStatus::k_fail_shape,
-                             CheckStatus::k_fail_dtype, CheckStatus::k_fail_nonfinite,
-                             CheckStatus::k_fail_structure, CheckStatus::k_error, CheckStatus::k_skipped}) {
+  for (CheckStatus status : all_check_statuses()) {
     auto it = summary.by_status.find(to_string(status));
     if (it != summary.by_status.end() && it->second > 0) {
       counts += (counts.empty() ? "" : ", ") + std::to_string(it->second) + " " + it->first;

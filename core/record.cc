@@ -31,7 +31,12 @@ constexpr StatusName k_status_names[] = {
     {CheckStatus::k_fail_dtype, "fail_dtype"},
     {CheckStatus::k_fail_nonfinite, "fail_nonfinite"},
     {CheckStatus::k_fail_structure, "fail_structure"},
-    {CheckStatus::k_error, "error"},
+    {CheckStatus::k_fail_device, "fail_device"},
+    {CheckStatus::k_unsupported, "unsupported"},
+    {CheckStatus::k_crash_ref, "crash_ref"},
+    {CheckStatus::k_crash_target, "crash_target"},
+    {CheckStatus::k_timeout, "timeout"},
+    {CheckStatus::k_ref_nondeterministic, "ref_nondeterministic"},
     {CheckStatus::k_skipped, "skipped"},
 };
 
@@ -355,6 +360,22 @@ CheckStatus parse_check_status(const std::string& name) {
 
 bool is_failure(CheckStatus status) {
   return status != CheckStatus::k_pass && status != CheckStatus::k_skipped;
+}
+
+bool is_crash(CheckStatus status) {
+  return status == CheckStatus::k_crash_ref || status == CheckStatus::k_crash_target ||
+         status == CheckStatus::k_timeout;
+}
+
+const std::vector<CheckStatus>& all_check_statuses() {
+  static const std::vector<CheckStatus> statuses = [] {
+    std::vector<CheckStatus> all;
+    for (const auto& entry : k_status_names) {
+      all.push_back(entry.status);
+    }
+    return all;
+  }();
+  return statuses;
 }
 
 std::string make_check_id(const std::string& experiment, const std::string& input, const std::string& reference,

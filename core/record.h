@@ -34,15 +34,24 @@ enum class CheckStatus {
   k_fail_dtype,      // dtypes differ where the backend promised the same dtype
   k_fail_nonfinite,  // NaN masks or infinity signs differ
   k_fail_structure,  // output structure differs (missing key, other container, non-tensor leaf differs)
-  k_error,           // the target (or reference) threw; message says where
+  k_fail_device,     // an output did not come from the device the backend claims (never label cpu as cuda)
+  k_unsupported,     // an output of a kind tier 1 cannot compare: never a silent pass
+  k_crash_ref,       // the reference threw, aborted or could not load; message says where
+  k_crash_target,    // the target threw, aborted or could not load; message says where
+  k_timeout,         // a forward exceeded the per-check time limit
+  k_ref_nondeterministic,  // the reference differs from itself between repeats by more than the tolerance
   k_skipped,         // the backend is not available in this build or on this machine; message says why
 };
 
 const char* to_string(CheckStatus status);
 // Throws driftgate::Error on an unknown name.
 CheckStatus parse_check_status(const std::string& name);
-// fail_* and error count as failures; pass and skipped do not.
+// Everything but pass and skipped counts as a failure.
 bool is_failure(CheckStatus status);
+// crash_ref, crash_target and timeout: nothing was compared.
+bool is_crash(CheckStatus status);
+// Every status, in taxonomy order.
+const std::vector<CheckStatus>& all_check_statuses();
 
 struct Tolerance {
   double atol = 1e-5;

@@ -44,7 +44,7 @@ DiffClass classify(const CheckRecord& before, const CheckRecord& after, const Di
   if (!failed_before && fails_now) {
     return DiffClass::k_regressed;
   }
-  if (failed_before && before.status != CheckStatus::k_error && after.status == CheckStatus::k_error) {
+  if (failed_before && !is_crash(before.status) && is_crash(after.status)) {
     return DiffClass::k_crashed;
   }
   if (failed_before && after.status == CheckStatus::k_pass) {

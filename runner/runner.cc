@@ -166,14 +166,14 @@ class ExperimentRun {
   std::optional<std::pair<CheckStatus, std::string>> reference_problem(size_t input) const {
     const std::string failed = "the reference failed, so there is nothing to compare with: ";
     if (!m_reference_load_error.empty()) {
-      return std::make_pair(CheckStatus::k_error, failed + m_reference_load_error);
+      return std::make_pair(CheckStatus::k_crash_ref, failed + m_reference_load_error);
     }
     if (m_reference->skipped()) {
       return std::make_pair(CheckStatus::k_skipped, "the reference '" + m_experiment.reference.name +
                                                         "' cannot run here: " + m_reference->skip_reason());
     }
     if (!m_reference_errors[input].empty()) {
-      return std::make_pair(CheckStatus::k_error, failed + m_reference_errors[input]);
+      return std::make_pair(CheckStatus::k_crash_ref, failed + m_reference_errors[input]);
     }
     return std::nullopt;
   }
@@ -194,7 +194,7 @@ class ExperimentRun {
       if (auto problem = reference_problem(i)) {
         fill(i, t, problem->first, problem->second);
       } else if (!load_error.empty()) {
-        fill(i, t, CheckStatus::k_error, load_error);
+        fill(i, t, CheckStatus::k_crash_target, load_error);
       } else if (target->skipped()) {
         fill(i, t, CheckStatus::k_skipped, "backend '" + spec.name + "' cannot run here: " + target->skip_reason());
       } else {
@@ -216,10 +216,10 @@ class ExperimentRun {
       forwards = run_forwards(target, m_inputs[input], m_experiment.repeats);
       leaves = compare_outputs(reference.outputs.front(), forwards.outputs.front(), options);
     } catch (const Error& e) {
-      fill(input, t, CheckStatus::k_error, e.what());
+      fill(input, t, CheckStatus::k_crash_target, e.what());
       return;
     } catch (const std::exception& e) {
-      fill(input, t, CheckStatus::k_error, "comparing the outputs failed: " + torch_error_summary(e));
+      fill(input, t, CheckStatus::k_crash_target, "comparing the outputs failed: " + torch_error_summary(e));
       return;
     }
     std::map<std::string, int> counts;

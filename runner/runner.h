@@ -3,7 +3,7 @@
 // For each experiment it loads the reference backend and every target as
 // separate module instances, feeds each input to each, and compares every
 // target's outputs with the reference's (tier 1). What it must never do is
-// drop a check: a target that throws gives k_error records, a backend this
+// drop a check: a target that throws gives k_crash_target records, a backend this
 // machine cannot run gives k_skipped records, so the number of checks is always
 // inputs x targets x outputs and the summary can be derived from the config.
 // Torch-free header: app/cmd_run.cc includes it.
@@ -33,10 +33,10 @@ struct RunnerOptions {
 // Before any forward it hashes every config and model file and makes every
 // input; a missing file or a bad image throws driftgate::Error (a user error:
 // nothing is run). LibTorch failures after that become records, never throws:
-//   - the reference fails to load or to run an input: k_error for every target,
+//   - the reference fails to load or to run an input: k_crash_ref for every target,
 //     one per output leaf the reference produced on its other inputs, or one
 //     with output "*" when it produced none;
-//   - a target fails to load or to run: k_error per reference leaf;
+//   - a target fails to load or to run: k_crash_target per reference leaf;
 //   - a backend cannot run here (no CUDA, float16 on the CPU): k_skipped with the reason.
 RunFile run_experiments(const std::vector<Experiment>& experiments, const CommitInfo& commit,
                         const Environment& environment, const RunnerOptions& options, std::ostream& log);

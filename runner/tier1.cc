@@ -219,7 +219,7 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
   result.observed_reference = observe_tensor(reference);
   result.observed_target = observe_tensor(target);
   if (!device_matches(target, options.target_device) || !device_matches(reference, options.reference_device)) {
-    result.status = CheckStatus::k_error;
+    result.status = CheckStatus::k_fail_device;
     result.message = "driftgate refuses to label a check " + std::string(to_string(options.reference_device)) +
                      " vs " + to_string(options.target_device) +
                      " whose outputs did not come from those devices: the reference's output is on " +
@@ -435,7 +435,7 @@ std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const 
     LeafComparison result;
     result.output = leaf.path;
     if (!is_comparable_scalar(leaf.value)) {
-      result.status = CheckStatus::k_error;
+      result.status = CheckStatus::k_unsupported;
       result.message = leaf.path + ": tier 1 cannot compare an output of kind " + leaf_kind(leaf.value);
     }
     results.push_back(std::move(result));

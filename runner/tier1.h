@@ -44,7 +44,7 @@ struct CompareOptions {
   // The reference and target specs ask for the same dtype, so a different
   // observed dtype is a failure (k_fail_dtype) rather than the point of the check.
   bool same_dtype_promised = true;
-  // The devices the specs ask for; an output elsewhere makes the check k_error.
+  // The devices the specs ask for; an output elsewhere makes the check k_fail_device.
   Device reference_device = Device::k_cpu;
   Device target_device = Device::k_cpu;
 };

@@ -26,7 +26,7 @@ RunFile unsorted_run(const std::string& sha = k_sha) {
   return make_run(
       sha, make_environment(),
       {make_check("c", CheckStatus::k_pass, 1e-7), make_check("a", CheckStatus::k_fail_numeric, 0.5, "3 of 10"),
-       make_check("b", CheckStatus::k_error, std::nullopt, "threw")});
+       make_check("b", CheckStatus::k_crash_target, std::nullopt, "threw")});
 }
 
 std::vector<std::string> ids(const RunFile& run) {
@@ -52,7 +52,7 @@ TEST(BaselineStore, SaveThenLoadRoundTripsSortedByCheckId) {
                                                     "exp/c/cpu_fp32~onednn_off/out"}));
   EXPECT_EQ(loaded->checks[0].status, CheckStatus::k_fail_numeric);
   EXPECT_EQ(loaded->checks[0].message, "3 of 10");
-  EXPECT_EQ(loaded->checks[1].status, CheckStatus::k_error);
+  EXPECT_EQ(loaded->checks[1].status, CheckStatus::k_crash_target);
   EXPECT_DOUBLE_EQ(loaded->checks[2].stats->max_abs, 1e-7);
   EXPECT_EQ(loaded->header.commit.sha, k_sha);
   EXPECT_EQ(loaded->header.environment.key(), key);

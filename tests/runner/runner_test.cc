@@ -95,7 +95,7 @@ TEST(Runner, CrashesAndUnavailableBackendsBecomeRecords) {
   ASSERT_EQ(result.checks.size(), 8u);
   EXPECT_EQ(result.summary.expected_checks, 8);
   const auto& checks = result.checks;
-  EXPECT_EQ(checks[0].status, CheckStatus::k_error);
+  EXPECT_EQ(checks[0].status, CheckStatus::k_crash_target);
   EXPECT_NE(checks[0].message.find("forward of '" + experiment.model_path + "' failed"), std::string::npos);
   EXPECT_NE(checks[0].message.find("float64 is not supported"), std::string::npos) << checks[0].message;
   EXPECT_EQ(checks[1].status, CheckStatus::k_pass);
@@ -104,7 +104,7 @@ TEST(Runner, CrashesAndUnavailableBackendsBecomeRecords) {
   EXPECT_EQ(checks[3].status, CheckStatus::k_skipped);
   EXPECT_NE(checks[3].message.find("float16"), std::string::npos) << checks[3].message;
   for (size_t i = 4; i < 8; ++i) {
-    EXPECT_EQ(checks[i].status, CheckStatus::k_error) << checks[i].id;
+    EXPECT_EQ(checks[i].status, CheckStatus::k_crash_ref) << checks[i].id;
     EXPECT_EQ(checks[i].output, "out");  // the reference's leaves from input "one"
     EXPECT_NE(checks[i].message.find("batch of 2 is not supported"), std::string::npos) << checks[i].message;
   }
@@ -121,7 +121,7 @@ TEST(Runner, ReferenceThatCannotLoadGivesOneErrorPerTargetAndInput) {
   ASSERT_EQ(result.checks.size(), 4u);
   EXPECT_EQ(result.summary.expected_checks, 4);
   for (const auto& check : result.checks) {
-    EXPECT_EQ(check.status, CheckStatus::k_error);
+    EXPECT_EQ(check.status, CheckStatus::k_crash_ref);
     EXPECT_EQ(check.output, "*");
     EXPECT_EQ(check.message.rfind("the reference failed, so there is nothing to compare with: " +
                                   experiment.config_path + ": backend 'cpu_fp32': load of",

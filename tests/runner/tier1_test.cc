@@ -124,7 +124,7 @@ TEST(Tier1Compare, CudaTargetWithCpuOutputIsAnError) {
   CompareOptions options = with_tolerance(1e-5, 1e-5);
   options.target_device = Device::k_cuda;
   LeafComparison result = compare_one(at::ones({2}), at::ones({2}), options);
-  EXPECT_EQ(result.status, CheckStatus::k_error);
+  EXPECT_EQ(result.status, CheckStatus::k_fail_device);
   EXPECT_NE(result.message.find("refuses to label a check cpu vs cuda"), std::string::npos) << result.message;
 }
 
