@@ -230,6 +230,15 @@ RunHeader parse_header(const Json& json) {
   header.commit.branch = text(commit, "branch");
   header.commit.dirty = field(commit, "dirty").get<bool>();
   header.environment = parse_environment(field(json, "environment"));
+  if (json.contains("shard")) {
+    const Json& shard = json["shard"];
+    header.shard.index = static_cast<int>(integer(shard, "index"));
+    header.shard.count = static_cast<int>(integer(shard, "count"));
+    if (header.shard.count < 1 || header.shard.index < 0 || header.shard.index >= header.shard.count) {
+      throw Error("shard " + std::to_string(header.shard.index) + "/" + std::to_string(header.shard.count) +
+                  " is out of range (index must be 0..count-1)");
+    }
+  }
   std::string key = text(json, "env_key");
   if (key != header.environment.key()) {
     throw Error("env_key " + key + " does not match the environment it describes (" + header.environment.key() +
@@ -435,6 +444,9 @@ std::string header_to_json_line(const RunHeader& header) {
             {"env_key", header.environment.key()},
             {"environment", environment_json(header.environment)},
             {"experiments", experiments}};
+  if (header.shard.count > 1) {
+    json["shard"] = Json{{"index", header.shard.index}, {"count", header.shard.count}};
+  }
   return json.dump();
 }
 

@@ -136,8 +136,16 @@ struct ExperimentHeader {
   std::string tolerance_origin;  // "configs/x.yaml:12:3" or "default"
 };
 
+// Which slice of the suite a run file holds: `run --shard i/N` writes shard i of N
+// (0-based); `merge` joins all N into one run with count 1.
+struct ShardInfo {
+  int index = 0;
+  int count = 1;
+};
+
 struct RunHeader {
   int schema = k_record_schema_version;
+  ShardInfo shard;  // written only when count > 1
   std::string tool_version;
   CommitInfo commit;
   Environment environment;
