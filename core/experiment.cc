@@ -256,13 +256,13 @@ class Reader {
   std::string m_path;
 };
 
-const std::vector<std::string> k_experiment_keys = {"name",    "model",   "inputs",   "reference",
-                                                    "targets", "backends", "tolerance", "repeats"};
+const std::vector<std::string> k_experiment_keys = {"name",     "model",     "inputs",  "reference", "targets",
+                                                    "backends", "tolerance", "repeats", "oracle"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",  "device",  "dtype",       "memory_format",
                                                  "onednn", "threads", "graph", "description"};
-const std::vector<std::string> k_tolerance_keys = {"atol", "rtol"};
+const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol"};
 
 void require_file(const Reader& reader, const YAML::Node& node, const std::string& what,
                   const std::string& resolved, const std::string& hint) {
@@ -397,6 +397,39 @@ const BackendSpec& find_backend(const Reader& reader, const YAML::Node& node, co
                                " (define it under 'backends:' or use one of: " + Reader::join(names) + ")");
 }
 
+// tolerance: {rule, atol, rtol}. atol and rtol come together or not at all (as in
+// torch.testing.assert_close); without them each check uses its dtypes' defaults.
+void parse_tolerance(const Reader& reader, const YAML::Node& tolerance, Experiment& experiment) {
+  reader.expect_map(tolerance, "tolerance", k_tolerance_keys);
+  experiment.tolerance_origin = reader.location(tolerance);
+  if (tolerance["rule"]) {
+    std::string name = reader.scalar(tolerance["rule"], "rule");
+    const std::vector<std::string>& names = tolerance_rule_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      reader.fail(tolerance["rule"].Mark(), "unknown tolerance rule '" + name + "'" + did_you_mean(name, names) +
+                                                " (one of: " + Reader::join(names) + ")");
+    }
+    experiment.tolerance.rule = parse_tolerance_rule(name);
+  }
+  if (tolerance["atol"]) {
+    experiment.tolerance.atol = reader.number(tolerance["atol"], "atol");
+  }
+  if (tolerance["rtol"]) {
+    experiment.tolerance.rtol = reader.number(tolerance["rtol"], "rtol");
+  }
+  if (experiment.tolerance.atol < 0.0 || experiment.tolerance.rtol < 0.0) {
+    reader.fail(tolerance.Mark(), "atol and rtol must not be negative");
+  }
+  const bool has_atol = static_cast<bool>(tolerance["atol"]);
+  if (has_atol != static_cast<bool>(tolerance["rtol"])) {
+    reader.fail(tolerance.Mark(), std::string("tolerance sets ") + (has_atol ? "atol" : "rtol") + " without " +
+                                      (has_atol ? "rtol" : "atol") +
+                                      "; give both, or neither for PyTorch's per-dtype defaults "
+                                      "(float32: atol 1e-05, rtol 1.3e-06)");
+  }
+  experiment.tolerance_per_dtype = !has_atol;
+}
+
 Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.fail(YAML::Mark::null_mark(), "the file is empty; an experiment needs at least name, model, inputs and targets");
@@ -459,18 +492,16 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
     experiment.targets.push_back(target);
   }
 
+  experiment.tolerance_per_dtype = true;
   if (const YAML::Node tolerance = root["tolerance"]) {
-    reader.expect_map(tolerance, "tolerance", k_tolerance_keys);
-    experiment.tolerance_origin = reader.location(tolerance);
-    if (tolerance["atol"]) {
-      experiment.tolerance.atol = reader.number(tolerance["atol"], "atol");
-    }
-    if (tolerance["rtol"]) {
-      experiment.tolerance.rtol = reader.number(tolerance["rtol"], "rtol");
-    }
-    if (experiment.tolerance.atol < 0.0 || experiment.tolerance.rtol < 0.0) {
-      reader.fail(tolerance.Mark(), "atol and rtol must not be negative");
-    }
+    parse_tolerance(reader, tolerance, experiment);
+  }
+  if (const YAML::Node oracle = root["oracle"]) {
+    experiment.oracle = reader.boolean(oracle, "oracle");
+  }
+  if (experiment.tolerance.rule == ToleranceRule::k_oracle && !experiment.oracle) {
+    reader.fail(root["oracle"].Mark(), "the oracle rule judges targets against the float64 oracle; remove "
+                                       "'oracle: false' or choose another rule");
   }
   if (const YAML::Node repeats = root["repeats"]) {
     experiment.repeats = static_cast<int>(reader.integer(repeats, "repeats", 1, 100));

@@ -90,8 +90,16 @@ struct Experiment {
   std::vector<InputSpec> inputs;
   BackendSpec reference;
   std::vector<BackendSpec> targets;
+  // The rule and, when tolerance_per_dtype is false, the atol/rtol every check uses.
   Tolerance tolerance;
+  // atol and rtol were omitted (the loader sets this): each check uses
+  // assert_close's defaults for the dtypes of its two outputs (core/tolerance.h),
+  // recorded with the check.
+  bool tolerance_per_dtype = false;
   std::string tolerance_origin = "default";  // "configs/x.yaml:12:3" or "default"
+  // Run the float64 oracle (a separately loaded float64 CPU instance) on every
+  // input, so each check records both sides' error against it. The oracle rule needs it.
+  bool oracle = true;
   int repeats = 2;  // forwards per (backend, input); >= 2 measures run-to-run variance
 };
 

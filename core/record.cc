@@ -10,6 +10,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 
@@ -121,12 +122,32 @@ std::vector<int64_t> integers(const Json& value) {
   return items;
 }
 
+constexpr std::pair<ToleranceRule, const char*> k_rule_names[] = {
+    {ToleranceRule::k_assert_close, "assert_close"},
+    {ToleranceRule::k_polygraphy, "polygraphy"},
+    {ToleranceRule::k_normwise, "normwise"},
+    {ToleranceRule::k_oracle, "oracle"},
+};
+
 Json tolerance_json(const Tolerance& tolerance) {
-  return Json{{"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
+  return Json{{"rule", to_string(tolerance.rule)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
 }
 
 Tolerance parse_tolerance(const Json& json) {
-  return Tolerance{to_number(field(json, "atol")), to_number(field(json, "rtol"))};
+  return Tolerance{to_number(field(json, "atol")), to_number(field(json, "rtol")),
+                   parse_tolerance_rule(text(json, "rule"))};
+}
+
+Json oracle_json(const OracleErrors& oracle) {
+  return Json{{"reference_max_abs", number(oracle.reference_max_abs)},
+              {"target_max_abs", number(oracle.target_max_abs)},
+              {"reference_rmse", number(oracle.reference_rmse)},
+              {"target_rmse", number(oracle.target_rmse)}};
+}
+
+OracleErrors parse_oracle(const Json& json) {
+  return OracleErrors{to_number(field(json, "reference_max_abs")), to_number(field(json, "target_max_abs")),
+                      to_number(field(json, "reference_rmse")), to_number(field(json, "target_rmse"))};
 }
 
 Json observed_json(const ObservedTensor& observed) {
@@ -157,7 +178,16 @@ Json stats_json(const Tier1Stats& stats) {
             {"nan_target", stats.nan_target},
             {"inf_reference", stats.inf_reference},
             {"inf_target", stats.inf_target},
-            {"min_atol", number(stats.min_atol)}};
+            {"min_atol", number(stats.min_atol)},
+            {"min_rtol", number(stats.min_rtol)},
+            {"mean_abs", number(stats.mean_abs)},
+            {"p99_abs", number(stats.p99_abs)},
+            {"rmse", number(stats.rmse)},
+            {"cosine_similarity", number(stats.cosine_similarity)},
+            {"max_ulp", number(stats.max_ulp)}};
+  if (stats.oracle) {
+    json["oracle"] = oracle_json(*stats.oracle);
+  }
   if (stats.reference_repeat_max_abs) {
     json["reference_repeat_max_abs"] = number(*stats.reference_repeat_max_abs);
   }
@@ -185,6 +215,15 @@ Tier1Stats parse_stats(const Json& json) {
   stats.inf_reference = integer(json, "inf_reference");
   stats.inf_target = integer(json, "inf_target");
   stats.min_atol = to_number(field(json, "min_atol"));
+  stats.min_rtol = to_number(field(json, "min_rtol"));
+  stats.mean_abs = to_number(field(json, "mean_abs"));
+  stats.p99_abs = to_number(field(json, "p99_abs"));
+  stats.rmse = to_number(field(json, "rmse"));
+  stats.cosine_similarity = to_number(field(json, "cosine_similarity"));
+  stats.max_ulp = to_number(field(json, "max_ulp"));
+  if (json.contains("oracle")) {
+    stats.oracle = parse_oracle(json["oracle"]);
+  }
   if (json.contains("reference_repeat_max_abs")) {
     stats.reference_repeat_max_abs = to_number(json["reference_repeat_max_abs"]);
   }
@@ -348,6 +387,35 @@ bool same_summary(const RunSummary& a, const RunSummary& b) {
 }
 
 }  // namespace
+
+const char* to_string(ToleranceRule rule) {
+  for (const auto& [value, name] : k_rule_names) {
+    if (value == rule) {
+      return name;
+    }
+  }
+  return "unknown";
+}
+
+ToleranceRule parse_tolerance_rule(const std::string& name) {
+  for (const auto& [value, rule_name] : k_rule_names) {
+    if (name == rule_name) {
+      return value;
+    }
+  }
+  throw Error("unknown tolerance rule '" + name + "'");
+}
+
+const std::vector<std::string>& tolerance_rule_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& entry : k_rule_names) {
+      all.push_back(entry.second);
+    }
+    return all;
+  }();
+  return names;
+}
 
 const char* to_string(CheckStatus status) {
   for (const auto& entry : k_status_names) {

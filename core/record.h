@@ -53,9 +53,35 @@ bool is_crash(CheckStatus status);
 // Every status, in taxonomy order.
 const std::vector<CheckStatus>& all_check_statuses();
 
+// How a target's output is judged against the reference's (YAML `tolerance: {rule: ...}`).
+enum class ToleranceRule {
+  k_assert_close,  // PyTorch's torch.testing.assert_close: every element |a-b| <= atol + rtol*|b|
+  k_polygraphy,    // Polygraphy's elementwise rule: an element fails when |a-b| > atol AND |a-b|/|b| > rtol
+  k_normwise,      // the paper's Eq. 1: max|a-b| <= atol + rtol * max|b| over the whole tensor
+  k_oracle,        // PyTorch same(): target RMSE vs float64 <= k * reference RMSE vs float64 + atol/10
+};
+
+const char* to_string(ToleranceRule rule);
+// Throws driftgate::Error on an unknown name.
+ToleranceRule parse_tolerance_rule(const std::string& name);
+// Every rule, in declaration order (for messages and did-you-mean).
+const std::vector<std::string>& tolerance_rule_names();
+
+// The tolerance a check was judged with: the values actually applied, never a placeholder.
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
+  ToleranceRule rule = ToleranceRule::k_assert_close;
+};
+
+// Errors of both sides against the float64 oracle (a separately loaded float64 CPU
+// instance of the same model), so "drift" can be told apart from "the reference is
+// the less accurate one".
+struct OracleErrors {
+  double reference_max_abs = 0.0;  // max |reference - oracle|
+  double target_max_abs = 0.0;     // max |target - oracle|
+  double reference_rmse = 0.0;     // sqrt(mean((reference - oracle)^2))
+  double target_rmse = 0.0;
 };
 
 // What one backend's output tensor actually was (not what was asked for).
@@ -87,6 +113,19 @@ struct Tier1Stats {
   // Smallest atol that would have passed at the configured rtol:
   // max over finite elements of max(0, |a-b| - rtol*|b|). Makes any atol sweep an offline query.
   double min_atol = 0.0;
+  // Distribution of |a-b| over finite elements.
+  double mean_abs = 0.0;
+  double p99_abs = 0.0;  // nearest rank: the ceil(0.99 n)-th smallest
+  double rmse = 0.0;
+  double cosine_similarity = 1.0;  // of the finite elements as vectors; 1 when both are all zero
+  // Largest distance in units in the last place of the reference's dtype (the target
+  // rounded to that dtype first): 0 is bit-identical, 1 is the next representable value.
+  double max_ulp = 0.0;
+  // Smallest rtol that would have passed at the configured atol (inf when an element
+  // with reference 0 differs by more than atol).
+  double min_rtol = 0.0;
+  // Present when the float64 oracle ran for this output.
+  std::optional<OracleErrors> oracle;
   // Largest |a-b| between two repeated forwards of the same backend on the same input
   // (run-to-run variance; 0 means bitwise reproducible). Absent when repeats == 1.
   std::optional<double> reference_repeat_max_abs;

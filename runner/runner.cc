@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/tolerance.h"
 #include "runner/backend.h"
 #include "runner/inputs.h"
 #include "runner/tier1.h"
@@ -57,6 +58,13 @@ ExperimentHeader make_header(const Experiment& experiment) {
   }
   header.tolerance = experiment.tolerance;
   header.tolerance_origin = experiment.tolerance_origin;
+  if (experiment.tolerance_per_dtype) {
+    // What a float32 output gets; each check records what its own dtypes got.
+    Tolerance defaults = assert_close_defaults("float32", "float32");
+    header.tolerance.atol = defaults.atol;
+    header.tolerance.rtol = defaults.rtol;
+    header.tolerance_origin += " (atol/rtol: assert_close defaults per dtype)";
+  }
   return header;
 }
 
@@ -64,6 +72,27 @@ std::string format_ms(double ms) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.3g ms", ms);
   return buffer;
+}
+
+// The float64 oracle: a CPU float64 instance of its own, loaded like any backend.
+BackendSpec oracle_spec() {
+  BackendSpec spec;
+  spec.name = "oracle_fp64";
+  spec.dtype = DType::k_float64;
+  spec.description = "CPU float64: the oracle";
+  return spec;
+}
+
+// The tolerance a check between `reference` and `target` specs is judged with
+// when no output dtype is known (crashes, skips, structure failures).
+Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target) {
+  Tolerance tolerance = experiment.tolerance;
+  if (experiment.tolerance_per_dtype) {
+    Tolerance defaults = assert_close_defaults(to_string(experiment.reference.dtype), to_string(target.dtype));
+    tolerance.atol = defaults.atol;
+    tolerance.rtol = defaults.rtol;
+  }
+  return tolerance;
 }
 
 // Runs one experiment; records come out in (input, target, output) order.
@@ -79,6 +108,9 @@ class ExperimentRun {
 
   std::vector<CheckRecord> run() {
     run_reference();
+    if (m_experiment.oracle) {
+      run_oracle();
+    }
     for (size_t t = 0; t < m_experiment.targets.size(); ++t) {
       run_target(t);
     }
@@ -122,6 +154,33 @@ class ExperimentRun {
     }
   }
 
+  // One forward of the oracle per input on which the reference ran; failures are
+  // kept as text (a model may refuse float64) and only fail checks of the oracle rule.
+  void run_oracle() {
+    m_oracle_outputs.resize(m_inputs.size());
+    m_oracle_errors.resize(m_inputs.size());
+    std::optional<BackendInstance> oracle;
+    try {
+      oracle.emplace(BackendInstance::load(oracle_spec(), m_source));
+      if (m_reference && !m_reference->skipped()) {
+        check_no_shared_storage(*m_reference, *oracle);
+      }
+    } catch (const Error& e) {
+      std::fill(m_oracle_errors.begin(), m_oracle_errors.end(), std::string("the float64 oracle failed: ") + e.what());
+      return;
+    }
+    for (size_t i = 0; i < m_inputs.size(); ++i) {
+      if (!m_reference_results[i]) {
+        continue;
+      }
+      try {
+        m_oracle_outputs[i] = oracle->forward(m_inputs[i]);
+      } catch (const Error& e) {
+        m_oracle_errors[i] = std::string("the float64 oracle failed: ") + e.what();
+      }
+    }
+  }
+
   // The output paths a failed comparison reports: the reference's leaves on
   // this input, else on any input, else "*".
   std::vector<std::string> paths_for(size_t input) const {
@@ -143,7 +202,7 @@ class ExperimentRun {
     record.target = m_experiment.targets[target].name;
     record.output = output;
     record.id = make_check_id(record.experiment, record.input, record.reference, record.target, output);
-    record.tolerance = m_experiment.tolerance;
+    record.tolerance = configured_tolerance(m_experiment, m_experiment.targets[target]);
     if (m_reference_results[input]) {
       record.reference_ms = m_reference_results[input]->median_ms;
     }
@@ -207,6 +266,12 @@ class ExperimentRun {
     const Forwards& reference = *m_reference_results[input];
     CompareOptions options;
     options.tolerance = m_experiment.tolerance;
+    options.tolerance_per_dtype = m_experiment.tolerance_per_dtype;
+    if (m_experiment.oracle && m_oracle_outputs[input]) {
+      options.oracle = &*m_oracle_outputs[input];
+    } else {
+      options.oracle_problem = m_experiment.oracle ? m_oracle_errors[input] : "the oracle is off (oracle: false)";
+    }
     options.same_dtype_promised = m_experiment.reference.dtype == target.spec().dtype;
     options.reference_device = m_experiment.reference.device;
     options.target_device = target.spec().device;
@@ -224,6 +289,7 @@ class ExperimentRun {
     }
     std::map<std::string, int> counts;
     double worst_abs = 0.0;
+    std::optional<OracleErrors> worst_oracle;
     for (LeafComparison& leaf : leaves) {
       CheckRecord record = make_record(input, t, leaf.output);
       record.status = leaf.status;
@@ -231,9 +297,16 @@ class ExperimentRun {
       record.observed_reference = std::move(leaf.observed_reference);
       record.observed_target = std::move(leaf.observed_target);
       record.stats = std::move(leaf.stats);
+      if (record.stats) {
+        record.tolerance = leaf.tolerance;
+      }
       record.target_ms = forwards.median_ms;
       if (record.stats) {
         worst_abs = std::max(worst_abs, record.stats->max_abs);
+        if (record.stats->oracle &&
+            (!worst_oracle || record.stats->oracle->target_max_abs > worst_oracle->target_max_abs)) {
+          worst_oracle = record.stats->oracle;
+        }
         if (auto it = reference.repeat_max_abs.find(leaf.output); it != reference.repeat_max_abs.end()) {
           record.stats->reference_repeat_max_abs = it->second;
         }
@@ -248,9 +321,15 @@ class ExperimentRun {
     for (const auto& [status, count] : counts) {
       summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + status;
     }
-    char detail[96];
-    std::snprintf(detail, sizeof detail, " (max |a-b| %.3g; %s vs %s)", worst_abs,
-                  format_ms(forwards.median_ms).c_str(), format_ms(reference.median_ms).c_str());
+    char detail[192];
+    if (worst_oracle) {
+      std::snprintf(detail, sizeof detail, " (max |a-b| %.3g vs reference; vs fp64: target %.3g, reference %.3g; %s vs %s)",
+                    worst_abs, worst_oracle->target_max_abs, worst_oracle->reference_max_abs,
+                    format_ms(forwards.median_ms).c_str(), format_ms(reference.median_ms).c_str());
+    } else {
+      std::snprintf(detail, sizeof detail, " (max |a-b| %.3g vs reference; %s vs %s)", worst_abs,
+                    format_ms(forwards.median_ms).c_str(), format_ms(reference.median_ms).c_str());
+    }
     log_line(input, t, summary + detail);
   }
 
@@ -268,6 +347,8 @@ class ExperimentRun {
   std::vector<std::optional<Forwards>> m_reference_results;  // per input
   std::vector<std::string> m_reference_errors;               // per input; "" when it ran
   std::vector<std::string> m_reference_paths;                // leaves on the first input that ran
+  std::vector<std::optional<c10::IValue>> m_oracle_outputs;  // per input; empty when the oracle failed or is off
+  std::vector<std::string> m_oracle_errors;                  // per input; why the oracle has no output
   std::vector<std::vector<std::vector<CheckRecord>>> m_grid;  // [input][target] -> records
 };
 

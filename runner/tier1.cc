@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/tolerance.h"
 
 namespace driftgate {
 namespace {
@@ -141,35 +142,11 @@ void flatten_into(const c10::IValue& value, const std::string& path,
   containers.pop_back();
 }
 
-// A dense float64 CPU copy; complex numbers as trailing (real, imaginary) pairs.
-at::Tensor as_double(const at::Tensor& tensor) {
-  at::Tensor dense = tensor.detach();
-  if (dense.is_mkldnn() || dense.is_sparse()) {
-    dense = dense.to_dense();
-  }
-  dense = dense.cpu();
-  if (dense.is_complex()) {
-    dense = at::view_as_real(dense.resolve_conj());
-  }
-  return dense.to(at::kDouble).contiguous();
-}
-
 at::Tensor leaf_tensor(const c10::IValue& value) {
   if (value.isDouble()) {
     return at::scalar_tensor(value.toDouble(), at::kDouble);
   }
   return value.toTensor();
-}
-
-std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> index(shape.size(), 0);
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] > 0) {
-      index[d] = flat % shape[d];
-      flat /= shape[d];
-    }
-  }
-  return index;
 }
 
 bool device_matches(const at::Tensor& tensor, Device device) {
@@ -210,10 +187,13 @@ std::string structure_problem(const OutputLeaf& leaf,
   return "";
 }
 
+// `oracle_value`: the oracle's leaf at `path` when it is a tensor of the reference's shape.
 LeafComparison compare_numeric(const std::string& path, const c10::IValue& reference_value,
-                               const c10::IValue& target_value, const CompareOptions& options) {
+                               const c10::IValue& target_value, const c10::IValue* oracle_value,
+                               const CompareOptions& options) {
   LeafComparison result;
   result.output = path;
+  result.tolerance = options.tolerance;
   at::Tensor reference = leaf_tensor(reference_value);
   at::Tensor target = leaf_tensor(target_value);
   result.observed_reference = observe_tensor(reference);
@@ -232,8 +212,18 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
                      format_shape(result.observed_reference->shape);
     return result;
   }
+  result.tolerance = options.tolerance;
+  if (options.tolerance_per_dtype) {
+    Tolerance defaults = assert_close_defaults(result.observed_reference->dtype, result.observed_target->dtype);
+    result.tolerance.atol = defaults.atol;
+    result.tolerance.rtol = defaults.rtol;
+  }
   int64_t nonfinite = 0;
-  Tier1Stats stats = compute_tier1_stats(reference, target, options.tolerance, &nonfinite);
+  MismatchDetail detail;
+  Tier1Stats stats = compute_tier1_stats(reference, target, result.tolerance, &nonfinite, &detail);
+  if (oracle_value != nullptr) {
+    stats.oracle = compute_oracle_errors(reference, target, leaf_tensor(*oracle_value));
+  }
   result.stats = stats;
   if (options.same_dtype_promised && reference.scalar_type() != target.scalar_type()) {
     result.status = CheckStatus::k_fail_dtype;
@@ -249,14 +239,17 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
                      std::to_string(stats.inf_target) + " inf";
     return result;
   }
-  if (stats.mismatches > 0) {
+  if (result.tolerance.rule == ToleranceRule::k_oracle && !stats.oracle) {
+    result.status = CheckStatus::k_crash_ref;
+    result.message = "the oracle rule needs the float64 oracle's output here, but " +
+                     (options.oracle_problem.empty() ? std::string("it has no matching tensor at ") + path
+                                                     : options.oracle_problem);
+    return result;
+  }
+  std::string failure = rule_failure(stats, detail, result.tolerance, result.observed_target->dtype);
+  if (!failure.empty()) {
     result.status = CheckStatus::k_fail_numeric;
-    result.message = std::to_string(stats.mismatches) + " of " + std::to_string(stats.numel) +
-                     " elements outside atol " + format_number(options.tolerance.atol) + " + rtol " +
-                     format_number(options.tolerance.rtol) + " * |reference|; max |a-b| " +
-                     format_number(stats.max_abs) + " at " + format_shape(stats.max_abs_index) + " (reference " +
-                     format_number(stats.max_abs_reference) + ", target " + format_number(stats.max_abs_target) +
-                     "); would pass with atol " + format_number(stats.min_atol);
+    result.message = std::move(failure);
   }
   return result;
 }
@@ -320,87 +313,6 @@ ObservedTensor observe_tensor(const at::Tensor& tensor) {
   return observed;
 }
 
-Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target, const Tolerance& tolerance,
-                               int64_t* nonfinite_mismatches) {
-  if (reference.sizes() != target.sizes()) {
-    throw Error("tier 1 statistics need equal shapes, got " + format_shape(reference.sizes().vec()) + " and " +
-                format_shape(target.sizes().vec()));
-  }
-  at::Tensor b_tensor = as_double(reference);
-  at::Tensor a_tensor = as_double(target);
-  const double* b = b_tensor.data_ptr<double>();
-  const double* a = a_tensor.data_ptr<double>();
-  const int64_t n = b_tensor.numel();
-  const std::vector<int64_t> shape = b_tensor.sizes().vec();
-
-  Tier1Stats stats;
-  stats.numel = n;
-  for (int64_t i = 0; i < n; ++i) {
-    stats.nan_reference += std::isnan(b[i]) ? 1 : 0;
-    stats.inf_reference += std::isinf(b[i]) ? 1 : 0;
-    stats.nan_target += std::isnan(a[i]) ? 1 : 0;
-    stats.inf_target += std::isinf(a[i]) ? 1 : 0;
-    if (std::isfinite(b[i])) {
-      stats.max_abs_reference_value = std::max(stats.max_abs_reference_value, std::abs(b[i]));
-    }
-  }
-  // Relative errors divide by max(|b|, rel_floor) so that reference values near
-  // zero (where any absolute error is "infinitely" relative) do not dominate.
-  stats.rel_floor = stats.max_abs_reference_value > 0.0 ? 1e-3 * stats.max_abs_reference_value
-                                                        : std::numeric_limits<double>::min();
-  int64_t nonfinite = 0;
-  int64_t max_abs_at = -1;
-  int64_t max_rel_at = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
-      bool same = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i];
-      if (!same) {
-        ++nonfinite;
-        ++stats.mismatches;
-      }
-      continue;
-    }
-    const double diff = std::abs(a[i] - b[i]);
-    const double scale = std::abs(b[i]);
-    if (!(diff <= tolerance.atol + tolerance.rtol * scale)) {
-      ++stats.mismatches;
-    }
-    if (max_abs_at < 0 || diff > stats.max_abs) {
-      stats.max_abs = diff;
-      max_abs_at = i;
-    }
-    const double relative = diff / std::max(scale, stats.rel_floor);
-    if (max_rel_at < 0 || relative > stats.max_rel) {
-      stats.max_rel = relative;
-      max_rel_at = i;
-    }
-    stats.min_atol = std::max(stats.min_atol, diff - tolerance.rtol * scale);
-  }
-  // diff - rtol*|b| rounds; nudge min_atol up until the rule itself passes everywhere.
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
-      continue;
-    }
-    const double diff = std::abs(a[i] - b[i]);
-    while (!(diff <= stats.min_atol + tolerance.rtol * std::abs(b[i]))) {
-      stats.min_atol = std::nextafter(stats.min_atol, std::numeric_limits<double>::infinity());
-    }
-  }
-  stats.mismatch_fraction = n > 0 ? static_cast<double>(stats.mismatches) / static_cast<double>(n) : 0.0;
-  if (max_abs_at >= 0) {
-    stats.max_abs_index = unravel(max_abs_at, shape);
-    stats.max_abs_reference = b[max_abs_at];
-    stats.max_abs_target = a[max_abs_at];
-  }
-  if (max_rel_at >= 0) {
-    stats.max_rel_index = unravel(max_rel_at, shape);
-  }
-  if (nonfinite_mismatches != nullptr) {
-    *nonfinite_mismatches = nonfinite;
-  }
-  return stats;
-}
-
 std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const c10::IValue& target,
                                             const CompareOptions& options) {
   std::vector<OutputLeaf> reference_leaves = flatten_output(reference);
@@ -411,6 +323,14 @@ std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const 
     target_leaves.emplace(leaf.path, &leaf);
     for (const auto& [path, description] : leaf.containers) {
       target_containers.emplace(path, description);
+    }
+  }
+  std::map<std::string, c10::IValue> oracle_leaves;
+  if (options.oracle != nullptr) {
+    for (OutputLeaf& leaf : flatten_output(*options.oracle)) {
+      if (is_numeric_leaf(leaf.value)) {
+        oracle_leaves.emplace(leaf.path, leaf.value);
+      }
     }
   }
   std::vector<LeafComparison> results;
@@ -429,11 +349,17 @@ std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const 
     }
     const c10::IValue& other = target_leaves.at(leaf.path)->value;
     if (is_numeric_leaf(leaf.value)) {
-      results.push_back(compare_numeric(leaf.path, leaf.value, other, options));
+      const c10::IValue* oracle = nullptr;
+      if (auto found = oracle_leaves.find(leaf.path);
+          found != oracle_leaves.end() && leaf_tensor(found->second).sizes() == leaf_tensor(leaf.value).sizes()) {
+        oracle = &found->second;
+      }
+      results.push_back(compare_numeric(leaf.path, leaf.value, other, oracle, options));
       continue;
     }
     LeafComparison result;
     result.output = leaf.path;
+    result.tolerance = options.tolerance;
     if (!is_comparable_scalar(leaf.value)) {
       result.status = CheckStatus::k_unsupported;
       result.message = leaf.path + ": tier 1 cannot compare an output of kind " + leaf_kind(leaf.value);

@@ -23,6 +23,7 @@
 
 #include "core/experiment.h"
 #include "core/record.h"
+#include "runner/rules.h"
 
 namespace driftgate {
 
@@ -40,7 +41,15 @@ struct OutputLeaf {
 std::vector<OutputLeaf> flatten_output(const c10::IValue& output);
 
 struct CompareOptions {
+  // The rule, and the atol/rtol unless tolerance_per_dtype.
   Tolerance tolerance;
+  // atol/rtol were not configured: each leaf uses assert_close's defaults for its
+  // two observed dtypes (core/tolerance.h).
+  bool tolerance_per_dtype = false;
+  // The float64 oracle's output for the same input, or null when it has none; then
+  // `oracle_problem` says why, and the oracle rule fails the leaf as k_crash_ref.
+  const c10::IValue* oracle = nullptr;
+  std::string oracle_problem;
   // The reference and target specs ask for the same dtype, so a different
   // observed dtype is a failure (k_fail_dtype) rather than the point of the check.
   bool same_dtype_promised = true;
@@ -57,20 +66,30 @@ struct LeafComparison {
   std::optional<ObservedTensor> observed_reference;
   std::optional<ObservedTensor> observed_target;
   std::optional<Tier1Stats> stats;  // present when both leaves are same-shaped tensors or floats
+  Tolerance tolerance;              // the tolerance applied (per-dtype defaults resolved)
 };
 
 // One comparison per leaf of `reference`, in flatten_output's order.
 std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const c10::IValue& target,
                                             const CompareOptions& options);
 
-// The statistics of two same-shaped tensors (throws driftgate::Error otherwise).
-// NaN at the same position in both, or the same infinity, counts as equal;
-// every other non-finite difference is a mismatch and is also counted in
-// `*nonfinite_mismatches` when given. min_atol is the smallest atol with which
-// the rule, evaluated exactly as `|a-b| <= atol + rtol*|b|` in double, passes
-// every finite element.
+// The statistics of two same-shaped tensors (throws driftgate::Error otherwise),
+// in runner/tier1_stats.cc. NaN at the same position in both, or the same
+// infinity, counts as equal; every other non-finite difference is a mismatch and
+// is also counted in `*nonfinite_mismatches` when given. Finite elements mismatch
+// by `tolerance.rule` (assert_close's for the oracle rule). min_atol (min_rtol) is
+// the smallest atol (rtol) with which `|a-b| <= atol + rtol*|b|`, evaluated exactly
+// so in double as torch.isclose does, passes every finite element at the
+// configured rtol (atol). `detail`, when given, receives the worst mismatch.
 Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target,
-                               const Tolerance& tolerance, int64_t* nonfinite_mismatches = nullptr);
+                               const Tolerance& tolerance, int64_t* nonfinite_mismatches = nullptr,
+                               MismatchDetail* detail = nullptr);
+
+// Both sides' error against the float64 oracle (same shapes required).
+OracleErrors compute_oracle_errors(const at::Tensor& reference, const at::Tensor& target, const at::Tensor& oracle);
+
+// The multi-dimensional position of flat index `flat` in `shape` (row-major).
+std::vector<int64_t> unravel_index(int64_t flat, const std::vector<int64_t>& shape);
 
 // What a tensor is: device ("cpu", "cuda:0"), dtype ("float32"), memory format
 // ("contiguous", "channels_last", "strided", or "opaque" for oneDNN layouts), shape.

@@ -85,6 +85,7 @@ TEST_F(ExperimentTest, ParsesEverything) {
   EXPECT_EQ(e.targets[3].threads, 2);
   EXPECT_DOUBLE_EQ(e.tolerance.atol, 1e-4);
   EXPECT_DOUBLE_EQ(e.tolerance.rtol, 0.0);
+  EXPECT_FALSE(e.tolerance_per_dtype);
   EXPECT_EQ(e.tolerance_origin, (m_dir / "x.yaml").string() + ":15:12");
   EXPECT_EQ(e.repeats, 3);
 }
@@ -93,8 +94,22 @@ TEST_F(ExperimentTest, DefaultsAreStated) {
   Experiment e = parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n");
   EXPECT_EQ(e.reference.name, "cpu_fp32");
   EXPECT_EQ(e.tolerance_origin, "default");
-  EXPECT_DOUBLE_EQ(e.tolerance.atol, 1e-5);
+  EXPECT_TRUE(e.tolerance_per_dtype);
+  EXPECT_EQ(e.tolerance.rule, ToleranceRule::k_assert_close);
+  EXPECT_TRUE(e.oracle);
   EXPECT_EQ(e.repeats, 2);
+}
+
+TEST_F(ExperimentTest, RuleWithoutValuesKeepsPerDtypeDefaults) {
+  const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n";
+  Experiment e = parse(head + "tolerance: {rule: normwise}\n");
+  EXPECT_EQ(e.tolerance.rule, ToleranceRule::k_normwise);
+  EXPECT_TRUE(e.tolerance_per_dtype);
+  e = parse(head + "tolerance: {rule: oracle, atol: 1.0e-3, rtol: 0}\noracle: true\n");
+  EXPECT_EQ(e.tolerance.rule, ToleranceRule::k_oracle);
+  EXPECT_FALSE(e.tolerance_per_dtype);
+  EXPECT_DOUBLE_EQ(e.tolerance.atol, 1e-3);
+  EXPECT_FALSE(parse(head + "oracle: false\n").oracle);
 }
 
 struct BadConfig {
@@ -107,7 +122,20 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, repeats)"},
+     "inputs, reference, targets, backends, tolerance, repeats, oracle)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
+     "polygrafy}\n",
+     "DIR/x.yaml:5:19: unknown tolerance rule 'polygrafy'; did you mean 'polygraphy'? (one of: assert_close, "
+     "polygraphy, normwise, oracle)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: 1e-3}\n",
+     "DIR/x.yaml:5:12: tolerance sets atol without rtol; give both, or neither for PyTorch's per-dtype defaults "
+     "(float32: atol 1e-05, rtol 1.3e-06)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
+     "oracle}\noracle: false\n",
+     "DIR/x.yaml:6:9: the oracle rule judges targets against the float64 oracle; remove 'oracle: false' or choose "
+     "another rule"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\noracle: maybe\n",
+     "DIR/x.yaml:5:9: oracle must be true or false, got 'maybe'"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [onednn_of]\n",
      "DIR/x.yaml:4:11: unknown backend 'onednn_of'; did you mean 'onednn_off'? (define it under 'backends:' or use "
      "one of: cpu_fp32, onednn_off, channels_last, frozen, optimized, threads_2, threads_4, cpu_fp64, cpu_bf16, "

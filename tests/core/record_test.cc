@@ -44,7 +44,12 @@ RunFile sample_run() {
     stats.max_rel = std::nan("");
     stats.min_atol = INFINITY;
     stats.reference_repeat_max_abs = 0.0;
+    stats.min_rtol = INFINITY;
+    stats.max_ulp = 3.0;
+    stats.cosine_similarity = 0.999999;
+    stats.oracle = OracleErrors{1e-7, 2e-7, 3e-8, 4e-8};
     check.stats = stats;
+    check.tolerance.rule = ToleranceRule::k_oracle;
     run.checks.push_back(check);
   }
   run.checks[1].status = CheckStatus::k_fail_numeric;
@@ -78,6 +83,10 @@ TEST(Record, RoundTripIsByteIdentical) {
   RunFile parsed = parse_run(in, "run.jsonl");
   EXPECT_EQ(serialize(parsed), text);
   EXPECT_TRUE(std::isnan(parsed.checks[0].stats->max_rel));
+  EXPECT_TRUE(std::isinf(parsed.checks[0].stats->min_rtol));
+  EXPECT_EQ(parsed.checks[0].tolerance.rule, ToleranceRule::k_oracle);
+  ASSERT_TRUE(parsed.checks[0].stats->oracle);
+  EXPECT_DOUBLE_EQ(parsed.checks[0].stats->oracle->target_rmse, 4e-8);
   EXPECT_TRUE(std::isinf(parsed.checks[0].stats->min_atol));
   EXPECT_EQ(parsed.checks[0].stats->reference_repeat_max_abs.value_or(-1), 0.0);
   EXPECT_FALSE(parsed.checks[0].stats->target_repeat_max_abs);
@@ -118,6 +127,13 @@ TEST(Record, RejectsBrokenFilesWithLineNumbers) {
   EXPECT_EQ(parse_error(wrong_schema),
             "run.jsonl:1: record schema 9 is not supported (this driftgate reads 1); re-run with this driftgate "
             "version");
+  // The statistics and the rule are required, not defaulted.
+  std::string no_ulp = header + first_check;
+  no_ulp.erase(no_ulp.find(",\"max_ulp\":3.0"), 14);
+  EXPECT_EQ(parse_error(no_ulp), "run.jsonl:2: missing field 'max_ulp'");
+  std::string bad_rule = header + first_check;
+  bad_rule.replace(bad_rule.find("\"rule\":\"oracle\""), 15, "\"rule\":\"oracl\"");
+  EXPECT_EQ(parse_error(bad_rule), "run.jsonl:2: unknown tolerance rule 'oracl'");
   // Drop one check but keep the summary: the counts no longer derive.
   std::string missing = good;
   missing.erase(header.size(), first_check.size());

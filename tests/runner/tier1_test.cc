@@ -77,7 +77,128 @@ TEST(Tier1Compare, PassAndNumericFailure) {
   LeafComparison fail = compare_one(values({1, 2}), values({1, 2.1}), with_tolerance(1e-5, 1e-5));
   EXPECT_EQ(fail.status, CheckStatus::k_fail_numeric);
   EXPECT_EQ(fail.stats->mismatches, 1);
-  EXPECT_NE(fail.message.find("1 of 2 elements"), std::string::npos) << fail.message;
+  EXPECT_EQ(fail.message,
+            "Tensor-likes are not close! Mismatched elements: 1 / 2 (50.0%) · Greatest absolute difference: "
+            "0.1 at index (1,) (up to 1e-05 allowed) · Greatest relative difference: 0.05 at index "
+            "(1,) (up to 1e-05 allowed) · at (1,) reference 2, target 2.1 · minimum required tolerance: "
+            "atol 0.09998 at rtol 1e-05, or rtol 0.049995 at atol 1e-05");
+}
+
+TEST(Tier1Stats, ErrorDistributionAndSimilarity) {
+  // 100 elements: 99 differ by 1e-3, one by 0.5.
+  std::vector<double> reference(100, 1.0);
+  std::vector<double> target(100, 1.001);
+  target[42] = 1.5;
+  Tier1Stats stats = compute_tier1_stats(values(reference), values(target), Tolerance{0.0, 0.0});
+  EXPECT_NEAR(stats.mean_abs, (99 * 1e-3 + 0.5) / 100, 1e-15);
+  EXPECT_NEAR(stats.p99_abs, 1e-3, 1e-15);  // the 99th smallest of 100
+  EXPECT_NEAR(stats.rmse, std::sqrt((99 * 1e-6 + 0.25) / 100), 1e-15);
+  EXPECT_GT(stats.cosine_similarity, 0.99);
+  EXPECT_LT(stats.cosine_similarity, 1.0);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(values({1, 0}), values({0, 1}), Tolerance{}).cosine_similarity, 0.0);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(values({0, 0}), values({0, 0}), Tolerance{}).cosine_similarity, 1.0);
+}
+
+TEST(Tier1Stats, MaxUlpCountsStepsOfTheReferenceDtype) {
+  at::Tensor one = at::ones({2}, at::kFloat);
+  at::Tensor next = one.clone();
+  next[1] = std::nextafter(1.0f, 2.0f);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(one, one, Tolerance{}).max_ulp, 0.0);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(one, next, Tolerance{}).max_ulp, 1.0);
+  // Across zero: -min_subnormal to +min_subnormal is 2 steps.
+  at::Tensor tiny = at::full({1}, std::numeric_limits<float>::denorm_min(), at::kFloat);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(tiny, -tiny, Tolerance{}).max_ulp, 2.0);
+  // bfloat16 has 7 mantissa bits: 1 + 2^-7 is one step above 1.
+  at::Tensor bf_one = at::ones({1}, at::kBFloat16);
+  at::Tensor bf_next = at::full({1}, 1.0 + 1.0 / 128, at::kFloat);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(bf_one, bf_next, Tolerance{}).max_ulp, 1.0);
+  // A float64 target is rounded to the float32 reference's grid first.
+  at::Tensor close64 = at::full({2}, 1.0 + 1e-12, at::kDouble);
+  EXPECT_DOUBLE_EQ(compute_tier1_stats(one, close64, Tolerance{}).max_ulp, 0.0);
+}
+
+TEST(Tier1Stats, MinRtolPassesExactlyAtThatRtol) {
+  at::Tensor reference = at::linspace(-3.0, 7.0, 257, at::kDouble).sin().mul(13.7).add(20.0);
+  at::Tensor target = reference + at::linspace(0.0, 1.0, 257, at::kDouble).cos().mul(3.3e-4);
+  const double atol = 1e-5;
+  Tier1Stats stats = compute_tier1_stats(reference, target, Tolerance{atol, 0.0});
+  ASSERT_GT(stats.min_rtol, 0.0);
+  EXPECT_EQ(compute_tier1_stats(reference, target, Tolerance{atol, stats.min_rtol}).mismatches, 0);
+  EXPECT_GT(compute_tier1_stats(reference, target, Tolerance{atol, std::nextafter(stats.min_rtol, 0.0)}).mismatches,
+            0);
+  // A reference zero with a difference above atol cannot be fixed by any rtol.
+  EXPECT_TRUE(std::isinf(compute_tier1_stats(values({0}), values({1}), Tolerance{0.5, 0.0}).min_rtol));
+}
+
+TEST(Tier1Rules, PolygraphyFailsOnlyWhereBothAbsoluteAndRelativeExceed) {
+  // Differences 0.5, 0.5, 0.05; relative 0.005, 0.5, 0.005.
+  at::Tensor reference = values({100, 1, 10});
+  at::Tensor target = values({100.5, 1.5, 10.05});
+  CompareOptions options;
+  options.tolerance = Tolerance{0.1, 0.0045, ToleranceRule::k_polygraphy};
+  LeafComparison result = compare_one(reference, target, options);
+  EXPECT_EQ(result.status, CheckStatus::k_fail_numeric);
+  EXPECT_EQ(result.stats->mismatches, 2);  // the third is within atol
+  EXPECT_NE(result.message.find("Minimum Required Tolerance: elemwise error | [abs=0.5] OR [rel=0.5]"),
+            std::string::npos)
+      << result.message;
+  // assert_close allows 0.1 + 0.0045 * 100 = 0.55 at the first element.
+  EXPECT_EQ(compare_one(reference, target, with_tolerance(0.1, 0.0045)).stats->mismatches, 1);
+}
+
+TEST(Tier1Rules, NormwiseComparesAgainstTheLargestReferenceValue) {
+  // max|a-b| = 0.05 <= 0 + 0.01 * max|b| (10): passes although the small element is 5% off.
+  CompareOptions options;
+  options.tolerance = Tolerance{0.0, 0.01, ToleranceRule::k_normwise};
+  EXPECT_EQ(compare_one(values({10, 1}), values({10, 1.05}), options).status, CheckStatus::k_pass);
+  LeafComparison fail = compare_one(values({10, 1}), values({10, 1.2}), options);
+  EXPECT_EQ(fail.status, CheckStatus::k_fail_numeric);
+  EXPECT_EQ(fail.message.rfind("norm-wise rule (Eq. 1): max |a-b| 0.2", 0), 0u) << fail.message;
+  EXPECT_EQ(compare_one(values({10, 1}), values({10, 1.05}), with_tolerance(0.0, 0.01)).status,
+            CheckStatus::k_fail_numeric);
+}
+
+TEST(Tier1Rules, OracleRelativeErrorWithTenfoldFlag) {
+  at::Tensor oracle = at::linspace(-1.0, 1.0, 64, at::kDouble);
+  at::Tensor reference = oracle + 1e-7;
+  CompareOptions options;
+  options.tolerance = Tolerance{1e-3, 0.0, ToleranceRule::k_oracle};
+  c10::IValue oracle_value = oracle;
+  options.oracle = &oracle_value;
+  // Target error 1.5x the reference's: passes.
+  LeafComparison benign = compare_one(reference, oracle - 1.5e-7, options);
+  EXPECT_EQ(benign.status, CheckStatus::k_pass) << benign.message;
+  ASSERT_TRUE(benign.stats->oracle);
+  EXPECT_NEAR(benign.stats->oracle->reference_rmse, 1e-7, 1e-15);
+  EXPECT_NEAR(benign.stats->oracle->target_max_abs, 1.5e-7, 1e-15);
+  // 20x the reference's error, within 2 x 1e-7 + atol/10 = 1.002e-4: flagged anyway.
+  LeafComparison flagged = compare_one(reference, oracle + 2e-6, options);
+  EXPECT_EQ(flagged.status, CheckStatus::k_fail_numeric);
+  EXPECT_NE(flagged.message.find("(10 x or more is flagged"), std::string::npos) << flagged.message;
+  // Beyond k x reference + floor.
+  LeafComparison far = compare_one(reference, oracle + 1e-3, options);
+  EXPECT_EQ(far.status, CheckStatus::k_fail_numeric);
+  EXPECT_NE(far.message.find("exceeds 2 x the reference's"), std::string::npos) << far.message;
+  // No oracle output: the rule cannot judge, and says why.
+  options.oracle = nullptr;
+  options.oracle_problem = "the float64 oracle failed: boom";
+  LeafComparison missing = compare_one(reference, oracle, options);
+  EXPECT_EQ(missing.status, CheckStatus::k_crash_ref);
+  EXPECT_NE(missing.message.find("boom"), std::string::npos);
+}
+
+TEST(Tier1Rules, PerDtypeDefaultsFollowAssertClose) {
+  CompareOptions options;
+  options.tolerance_per_dtype = true;
+  options.same_dtype_promised = false;
+  at::Tensor reference = at::full({4}, 3.0, at::kFloat);
+  LeafComparison bf16 = compare_one(reference, reference.to(at::kBFloat16).add(0.03), options);
+  EXPECT_DOUBLE_EQ(bf16.tolerance.rtol, 1.6e-2);
+  EXPECT_DOUBLE_EQ(bf16.tolerance.atol, 1e-5);
+  EXPECT_EQ(bf16.status, CheckStatus::k_pass);  // 0.03 <= 1e-5 + 0.016 * 3
+  LeafComparison fp32 = compare_one(reference, reference + 1e-4, options);
+  EXPECT_DOUBLE_EQ(fp32.tolerance.rtol, 1.3e-6);
+  EXPECT_EQ(fp32.status, CheckStatus::k_fail_numeric);
 }
 
 TEST(Tier1Compare, NanMaskMismatchIsNonfinite) {
