@@ -1,5 +1,12 @@
 // driftgate diff: compares a run with the baseline chosen by git ancestry and
-// environment, prints the markdown summary and exits 1 when the gate fails.
+// environment, judges it with the gate policy, prints the summary (text on a
+// terminal, markdown otherwise), writes report.json / summary.md / JUnit XML on
+// request, and exits 1 when the gate fails.
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <iostream>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -11,12 +18,16 @@
 #include "core/file_util.h"
 #include "core/git_repo.h"
 #include "core/record.h"
+#include "core/suggest.h"
 #include "differ/baseline_select.h"
 #include "differ/baseline_store.h"
 #include "differ/diff.h"
+#include "differ/gate_policy.h"
 #include "differ/json_report.h"
+#include "differ/junit_report.h"
 #include "differ/markdown_report.h"
 #include "differ/report.h"
+#include "differ/text_report.h"
 
 namespace driftgate {
 
@@ -33,6 +44,12 @@ struct DiffRequest {
   bool allow_env_mismatch = false;    // compare with another environment's baseline when none matches
   std::string report_path;            // report.json to write ("" = none)
   std::string markdown_path;          // summary.md to write ("" = none)
+  std::string junit_path;             // JUnit XML to write ("" = none)
+  std::string policy_path;            // gate policy YAML ("" = the default policy)
+  std::string today;                  // YYYY-MM-DD for allowlist expiry ("" = today, UTC)
+  std::string format = "auto";        // stdout: auto (text on a terminal, else markdown), text, markdown
+  std::string color = "auto";         // auto (on a terminal), always, never
+  size_t markdown_budget = k_default_markdown_budget;  // bytes of the markdown summary
   bool quiet = false;                 // stdout: only the verdict line; stderr: nothing
 };
 
@@ -42,8 +59,31 @@ const CommandHelp k_help{
     "ancestor of the merge base of the run's commit and --base (the target branch; in GitHub Actions and\n"
     "GitLab merge request pipelines the CI's base SHA is used when --base is not given) that has a baseline\n"
     "for the run's environment key. Without a comparable baseline the result is neutral (exit 0) and says why.\n"
-    "Gated classes (exit 1): regressed, crashed, missing. Also reported: drift grew, new, fixed, unchanged.",
-    "driftgate diff run.jsonl --base origin/main --report report.json --markdown summary.md"};
+    "Gated classes by default (exit 1): regressed, crashed, missing; --policy FILE changes them, per\n"
+    "experiment too, and allowlists known failures until an expiry date. Also reported: drift grew, new,\n"
+    "fixed, unchanged. The summary on stdout is text on a terminal and markdown otherwise (--format).",
+    "driftgate diff run.jsonl --base origin/main --policy gate.yaml --report report.json --junit junit.xml"};
+
+// Today's date in UTC, for allowlist expiry.
+std::string utc_today() {
+  std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char buffer[16];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d", &parts);
+  return buffer;
+}
+
+void require_choice(const std::string& option, const std::string& value, const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) {
+    return;
+  }
+  std::string known;
+  for (const auto& choice : choices) {
+    known += (known.empty() ? "" : ", ") + choice;
+  }
+  throw Error("driftgate diff: " + option + " '" + value + "'" + did_you_mean(value, choices) + ": one of " + known);
+}
 
 std::optional<DiffRequest> parse_request(CommandContext& context) {
   DiffRequest request;
@@ -62,6 +102,16 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "when no baseline of this environment exists, compare with the nearest of another (marked in every output)")(
       "report", po::value<std::string>(&request.report_path), "write report.json (machine-readable) to FILE")(
       "markdown", po::value<std::string>(&request.markdown_path), "also write the markdown summary to FILE")(
+      "junit", po::value<std::string>(&request.junit_path), "write JUnit XML to FILE (one testcase per check)")(
+      "policy", po::value<std::string>(&request.policy_path),
+      "gate policy YAML: gated classes, per-experiment overrides, allowlist (default: regressed, crashed, missing)")(
+      "today", po::value<std::string>(&request.today), "judge allowlist expiry as of DATE, YYYY-MM-DD (default: today, UTC)")(
+      "format", po::value<std::string>(&request.format)->default_value("auto"),
+      "stdout summary: auto (text on a terminal, markdown otherwise), text, markdown")(
+      "color", po::value<std::string>(&request.color)->default_value("auto"),
+      "colour in the text summary: auto (on a terminal), always, never")(
+      "markdown-budget", po::value<size_t>(&request.markdown_budget)->default_value(k_default_markdown_budget),
+      "maximum bytes of the markdown summary; checks beyond it are counted, not listed")(
       "quiet,q", po::bool_switch(&request.quiet), "print only the verdict line; no diagnostics");
   po::positional_options_description positional;
   positional.add("run", 1);
@@ -75,6 +125,15 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
   if (request.max_walk < 1) {
     throw Error("driftgate diff: --max-walk " + std::to_string(request.max_walk) +
                 ": must be at least 1 (first-parent commits searched for a baseline)");
+  }
+  require_choice("--format", request.format, {"auto", "text", "markdown"});
+  require_choice("--color", request.color, {"auto", "always", "never"});
+  if (request.markdown_budget < k_min_markdown_budget) {
+    throw Error("driftgate diff: --markdown-budget " + std::to_string(request.markdown_budget) + ": must be at least " +
+                std::to_string(k_min_markdown_budget) + " bytes (room for the verdict, counts and a notice)");
+  }
+  if (!request.today.empty() && !is_iso_date(request.today)) {
+    throw Error("driftgate diff: --today '" + request.today + "': expected a date YYYY-MM-DD");
   }
   if (!(request.drift_factor >= 1.0)) {
     throw Error("driftgate diff: --drift-factor " + std::to_string(request.drift_factor) +
@@ -100,6 +159,12 @@ int cmd_diff(CommandContext& context) {
   if (!request) {
     return 0;
   }
+  std::string today = request->today.empty() ? utc_today() : request->today;
+  GatePolicy policy;
+  policy.today = today;
+  if (!request->policy_path.empty()) {
+    policy = load_gate_policy(request->policy_path, today);
+  }
   RunFile run = read_run_file(request->run_path);
   DirectoryStore store(request->store);
   if (!store.exists()) {
@@ -119,19 +184,30 @@ int cmd_diff(CommandContext& context) {
     diff_options.drift_factor = request->drift_factor;
     diff = diff_runs(run, *selection.baseline, diff_options);
   }
-  Report report = make_report(run, selection, diff, GatePolicy{});
-  std::string markdown = render_markdown(report);
+  Report report = make_report(run, selection, diff, policy);
+  std::string markdown = render_markdown(report, request->markdown_budget);
   if (!request->report_path.empty()) {
     write_file_atomic(request->report_path, render_json(report));
   }
   if (!request->markdown_path.empty()) {
     write_file_atomic(request->markdown_path, markdown);
   }
+  if (!request->junit_path.empty()) {
+    write_file_atomic(request->junit_path, render_junit(report));
+  }
   if (request->quiet) {
     context.out << render_verdict_line(report) << "\n";
     return to_int(report_exit_code(report));
   }
-  context.out << markdown;
+  // Only the real stdout can be a terminal; tests hand in string streams.
+  bool terminal = &context.out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
+  bool text = request->format == "text" || (request->format == "auto" && terminal);
+  if (text) {
+    bool color = request->color == "always" || (request->color == "auto" && terminal);
+    context.out << render_text(report, TextOptions{color});
+  } else {
+    context.out << markdown;
+  }
   if (selection.found) {
     context.err << "driftgate diff: compared " << request->run_path << " with "
                 << store.path_of(selection.env_key, selection.sha) << "\n";

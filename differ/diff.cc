@@ -199,18 +199,4 @@ DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOpti
   return result;
 }
 
-std::vector<DiffClass> gated_classes_present(const DiffResult& result, const GatePolicy& policy) {
-  std::vector<DiffClass> present;
-  for (DiffClass diff_class : all_diff_classes()) {
-    if (policy.gated.count(diff_class) != 0 && result.count(diff_class) > 0) {
-      present.push_back(diff_class);
-    }
-  }
-  return present;
-}
-
-ExitCode gate_exit_code(const DiffResult& result, const GatePolicy& policy) {
-  return gated_classes_present(result, policy).empty() ? ExitCode::k_ok : ExitCode::k_gated;
-}
-
 }  // namespace driftgate

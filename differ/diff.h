@@ -11,7 +11,7 @@
 //   unchanged   anything else (also failing -> failing and pass <-> skipped, with a note)
 // Besides the classes, a changed model or config hash of an experiment is attached
 // as a note to every check of that experiment, so the cause is visible instead of
-// mystery drift.
+// mystery drift. Which classes fail the gate is the gate policy's business (gate_policy.h).
 #pragma once
 
 #include <cstdint>
@@ -50,11 +50,6 @@ struct DiffOptions {
   double drift_floor = 1e-12;  // ... and end above this absolute value (noise around zero is not drift)
 };
 
-// Which classes fail the gate (exit code 1).
-struct GatePolicy {
-  std::set<DiffClass> gated = {DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing};
-};
-
 // One experiment whose model or config file changed between baseline and run.
 struct ExperimentChange {
   std::string experiment;
@@ -87,11 +82,5 @@ struct DiffResult {
 
 // Classifies every check of `run` and `baseline`.
 DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options = {});
-
-// The classes of `policy` present in `result`, in severity order.
-std::vector<DiffClass> gated_classes_present(const DiffResult& result, const GatePolicy& policy);
-
-// k_gated when any gated class is present, k_ok otherwise.
-ExitCode gate_exit_code(const DiffResult& result, const GatePolicy& policy);
 
 }  // namespace driftgate

@@ -47,11 +47,40 @@ Json baseline_json(const Report& report) {
               {"start_sha", report.start_sha}};
 }
 
+Json allow_entry_json(const AllowEntry& entry) {
+  return Json{{"check", entry.check_glob}, {"owner", entry.owner},     {"reason", entry.reason},
+              {"expires", entry.expires},  {"origin", entry.origin},   {"expired", entry.expired}};
+}
+
+Json policy_json(const GatePolicy& policy) {
+  std::vector<DiffClass> gated(policy.gated.begin(), policy.gated.end());
+  Json experiments = Json::array();
+  for (const auto& entry : policy.experiments) {
+    std::vector<DiffClass> classes(entry.gate.classes.begin(), entry.gate.classes.end());
+    experiments.push_back(
+        Json{{"experiment", entry.experiment}, {"gate", class_names(classes)}, {"origin", entry.gate.origin}});
+  }
+  Json allow = Json::array();
+  for (const auto& entry : policy.allow) {
+    allow.push_back(allow_entry_json(entry));
+  }
+  return Json{{"source", policy.source.empty() ? Json(nullptr) : Json(policy.source)},
+              {"today", policy.today.empty() ? Json(nullptr) : Json(policy.today)},
+              {"gate", class_names(gated)},
+              {"gate_origin", policy.gated_origin},
+              {"experiments", experiments},
+              {"allow", allow},
+              {"describe", describe_policy(policy)}};
+}
+
 Json check_json(const CheckDiff& check, const GatePolicy& policy) {
+  GateDecision decision = decide(policy, check);
   return Json{{"id", check.id},
               {"experiment", check.experiment},
               {"class", to_string(check.diff_class)},
-              {"gated", policy.gated.count(check.diff_class) != 0},
+              {"gated", decision.gated},
+              {"gate_origin", decision.origin},
+              {"allowed_by", decision.allowed_by != nullptr ? allow_entry_json(*decision.allowed_by) : Json(nullptr)},
               {"status_before", status_or_null(check.status_before)},
               {"status_after", status_or_null(check.status_after)},
               {"max_abs_before", number_or_null(check.max_abs_before)},
@@ -100,6 +129,14 @@ std::string render_json(const Report& report) {
             {"gated_classes", class_names(gated)},
             {"gated_present", class_names(report.gated_present)}};
   add_diff(json, report);
+  // Added after the first published fields; readers of the fields above need not change.
+  json["policy"] = policy_json(report.policy);
+  json["refresh"] = report.refresh_command.empty()
+                        ? Json(nullptr)
+                        : Json{{"command", report.refresh_command},
+                               {"proposed_baseline", report.proposed_baseline.empty()
+                                                         ? Json(nullptr)
+                                                         : Json(report.proposed_baseline)}};
   // A run file may carry invalid UTF-8 in a check id or message: replace it rather than fail.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

@@ -12,8 +12,16 @@
 //     "notes": [...], "gated_classes": [...], "gated_present": [...],
 //     "counts": {"regressed": n, ... every class},
 //     "experiment_changes": [{"experiment", "what", "before", "after", "note"}],
-//     "checks": [{"id", "experiment", "class", "gated", "status_before", "status_after",
-//                 "max_abs_before", "max_abs_after", "message", "notes"}] }
+//     "checks": [{"id", "experiment", "class", "gated", "gate_origin", "allowed_by",
+//                 "status_before", "status_after", "max_abs_before", "max_abs_after",
+//                 "message", "notes"}],
+//     "policy": {"source", "today", "gate", "gate_origin", "experiments": [{"experiment",
+//                "gate", "origin"}], "allow": [{"check", "owner", "reason", "expires",
+//                "origin", "expired"}], "describe": ["(default) gate: [...]", ...]},
+//     "refresh": {"command", "proposed_baseline"} | null }
+// Fields are only ever added (a poster reads this file): "gate_origin", "allowed_by",
+// "policy" and "refresh" came after the first version. "gated" is the final
+// decision per check (class gated for its experiment and no live allowlist entry).
 // Absent statuses and max_abs values are null; non-finite max_abs values are the
 // strings "nan", "inf", "-inf" as in run files.
 #pragma once

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "differ/gate_policy.h"
+
 namespace driftgate {
 
 namespace {
@@ -90,39 +92,145 @@ void render_experiment_changes(std::ostream& out, const DiffResult& diff) {
   }
 }
 
-void render_check(std::ostream& out, const CheckDiff& check) {
+std::string check_line(const Report& report, const CheckDiff& check) {
+  std::ostringstream out;
   out << "- " << markdown_code(check.id) << ": " << status_name(check.status_before) << " " << k_arrow << " "
-      << status_name(check.status_after) << "; max_abs " << format_number(check.max_abs_before) << " " << k_arrow << " "
-      << format_number(check.max_abs_after);
+      << status_name(check.status_after) << "; max_abs " << format_number(check.max_abs_before) << " " << k_arrow
+      << " " << format_number(check.max_abs_after);
   for (const auto& note : check.notes) {
     out << "; " << markdown_text(note);
   }
   if (!check.message.empty()) {
     out << "; " << markdown_code(truncate_message(check.message));
   }
+  GateDecision decision = decide(report.policy, check);
+  if (decision.allowed_by != nullptr) {
+    const AllowEntry& entry = *decision.allowed_by;
+    out << "; allowed by " << markdown_code(entry.check_glob) << " (" << markdown_text(entry.origin) << ", owner "
+        << markdown_code(entry.owner) << ", until " << entry.expires << ": " << markdown_code(entry.reason) << ")";
+  }
   out << "\n";
+  return out.str();
 }
 
-void render_class(std::ostream& out, const Report& report, DiffClass diff_class) {
-  int64_t count = report.diff->count(diff_class);
-  if (count == 0 || diff_class == DiffClass::k_unchanged) {
+// Appends blocks while they fit the byte budget; counts the checks left out.
+class BudgetWriter {
+ public:
+  BudgetWriter(std::string& out, size_t budget) : m_out(out), m_budget(budget) {}
+
+  // Appends `text` when it fits, leaving room for the closing text and the notice.
+  bool add(const std::string& text, size_t reserve) {
+    if (m_full || m_out.size() + text.size() + reserve + k_notice_room > m_budget) {
+      m_full = true;
+      return false;
+    }
+    m_out += text;
+    return true;
+  }
+  void skip_check() { ++m_skipped; }
+  bool full() const { return m_full; }
+  int64_t skipped() const { return m_skipped; }
+
+  static constexpr size_t k_notice_room = 200;
+
+ private:
+  std::string& m_out;
+  size_t m_budget;
+  bool m_full = false;
+  int64_t m_skipped = 0;
+};
+
+// One class's section: its checks for which `wanted` holds, at most k_markdown_checks_per_class.
+template <typename Wanted>
+void render_section(BudgetWriter& writer, const Report& report, DiffClass diff_class, const std::string& suffix,
+                    size_t reserve, Wanted wanted) {
+  std::vector<const CheckDiff*> checks;
+  for (const auto& check : report.diff->checks) {
+    if (check.diff_class == diff_class && wanted(check)) {
+      checks.push_back(&check);
+    }
+  }
+  if (checks.empty()) {
     return;
   }
   std::string title = to_label(diff_class);
   title[0] = static_cast<char>(title[0] - 'a' + 'A');
-  out << "\n### " << title << " (" << count << ")" << (report.policy.gated.count(diff_class) != 0 ? " - gated" : "")
-      << "\n";
-  int listed = 0;
-  for (const auto& check : report.diff->checks) {
-    if (check.diff_class != diff_class) {
-      continue;
+  if (!writer.add("\n### " + title + " (" + std::to_string(checks.size()) + ")" + suffix + "\n", reserve)) {
+    for (size_t i = 0; i < checks.size(); ++i) {
+      writer.skip_check();
     }
-    if (listed == k_markdown_checks_per_class) {
-      out << "- ... and " << (count - listed) << " more (see report.json)\n";
+    return;
+  }
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (static_cast<int>(i) == k_markdown_checks_per_class) {
+      writer.add("- ... and " + std::to_string(checks.size() - i) + " more (see report.json)\n", reserve);
       return;
     }
-    render_check(out, check);
-    ++listed;
+    if (!writer.add(check_line(report, *checks[i]), reserve)) {
+      writer.skip_check();
+    }
+  }
+}
+
+void render_policy(std::ostream& out, const Report& report) {
+  out << "\nGate policy" << (report.policy.source.empty() ? "" : " from " + markdown_code(report.policy.source))
+      << ":\n";
+  for (const auto& line : describe_policy(report.policy)) {
+    out << "- " << markdown_code(line) << "\n";
+  }
+}
+
+void render_refresh(std::ostream& out, const Report& report) {
+  if (report.refresh_command.empty()) {
+    return;
+  }
+  out << "\nIf these changes are intended, take the run's values for the gated checks into the baseline";
+  if (!report.proposed_baseline.empty()) {
+    out << " (the result is proposed in " << markdown_code(report.proposed_baseline) << ")";
+  }
+  out << ":\n\n" << markdown_code(report.refresh_command) << "\n";
+}
+
+// The check lists: gated checks open, worst class first; the rest folded.
+void render_checks(std::string& text, const Report& report, size_t budget) {
+  BudgetWriter writer(text, budget);
+  for (DiffClass diff_class : all_diff_classes()) {
+    render_section(writer, report, diff_class, " - gated", 0,
+                   [&](const CheckDiff& check) { return decide(report.policy, check).gated; });
+  }
+  int64_t others = 0;
+  std::string phrase;
+  for (DiffClass diff_class : all_diff_classes()) {
+    int64_t count = 0;
+    for (const auto& check : report.diff->checks) {
+      count += check.diff_class == diff_class && diff_class != DiffClass::k_unchanged &&
+               !decide(report.policy, check).gated;
+    }
+    if (count > 0) {
+      phrase += (phrase.empty() ? "" : ", ") + std::to_string(count) + " " + to_label(diff_class);
+      others += count;
+    }
+  }
+  if (others > 0) {
+    const std::string closing = "\n</details>\n";
+    if (writer.add("\n<details><summary>Not gated: " + phrase + "</summary>\n", closing.size())) {
+      for (DiffClass diff_class : all_diff_classes()) {
+        if (diff_class == DiffClass::k_unchanged) {
+          continue;
+        }
+        render_section(writer, report, diff_class, "", closing.size(),
+                       [&](const CheckDiff& check) { return !decide(report.policy, check).gated; });
+      }
+      text += closing;
+    } else {
+      for (int64_t i = 0; i < others; ++i) {
+        writer.skip_check();
+      }
+    }
+  }
+  if (writer.skipped() > 0) {
+    text += "\n*" + std::to_string(writer.skipped()) + " more checks not shown: this summary is limited to " +
+            std::to_string(budget) + " bytes (--markdown-budget); report.json lists every check.*\n";
   }
 }
 
@@ -184,7 +292,7 @@ std::string render_verdict_line(const Report& report) {
   return "";
 }
 
-std::string render_markdown(const Report& report) {
+std::string render_markdown(const Report& report, size_t budget) {
   std::ostringstream out;
   out << render_verdict_line(report) << "\n";
   for (const auto& note : report.notes) {
@@ -198,11 +306,12 @@ std::string render_markdown(const Report& report) {
   out << "\n";
   render_baseline(out, report);
   render_counts(out, report);
+  render_policy(out, report);
   render_experiment_changes(out, *report.diff);
-  for (DiffClass diff_class : all_diff_classes()) {
-    render_class(out, report, diff_class);
-  }
-  return out.str();
+  render_refresh(out, report);
+  std::string text = out.str();
+  render_checks(text, report, budget);
+  return text;
 }
 
 }  // namespace driftgate

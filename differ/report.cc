@@ -25,6 +25,9 @@ Report make_report(const RunFile& run, const BaselineSelection& selection, const
                            run.header.commit.sha.substr(0, 7) + ", so it may not match that commit");
   }
   report.policy = policy;
+  for (const auto& note : policy.expiry_notes()) {
+    report.notes.push_back(note);
+  }
   report.start_sha = selection.start_sha;
   if (!selection.found || !diff) {
     report.verdict = Verdict::k_no_baseline;

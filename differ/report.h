@@ -14,6 +14,7 @@
 #include "core/record.h"
 #include "differ/baseline_select.h"
 #include "differ/diff.h"
+#include "differ/gate_policy.h"
 
 namespace driftgate {
 
@@ -40,13 +41,19 @@ struct Report {
   bool env_mismatch = false;  // compared across environments (--allow-env-mismatch)
   std::string env_changes;    // baseline -> run environment; "" when they match
 
-  std::vector<std::string> notes;  // selection notes (shallow-clone fallback, ...)
+  std::vector<std::string> notes;  // selection notes (shallow-clone fallback, ...), expired allowlist entries
   GatePolicy policy;
   std::vector<DiffClass> gated_present;  // gated classes found, severity order
   std::optional<DiffResult> diff;        // absent when nothing was compared
+
+  // For a failing diff: the command that takes the run's values for the gated
+  // checks into the baseline, and the baseline file that command would produce.
+  std::string refresh_command;    // "" when none is proposed
+  std::string proposed_baseline;  // path of the proposed baseline file; "" when none was written
 };
 
 // Joins a run, its baseline selection and (when a baseline was found) the diff.
+// Expired allowlist entries of `policy` become notes, so every renderer says so.
 Report make_report(const RunFile& run, const BaselineSelection& selection, const std::optional<DiffResult>& diff,
                    const GatePolicy& policy);
 

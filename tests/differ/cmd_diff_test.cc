@@ -146,6 +146,45 @@ TEST_F(CmdDiffTest, InputErrorsSayWhatToTry) {
             "unknown revision 'nope' in " + repo.dir() + "; fetch it (git fetch origin nope) or pass a SHA");
 }
 
+TEST_F(CmdDiffTest, APolicyAllowlistsAndEveryFormatIsWritten) {
+  std::string run = write_run_file(
+      make_run(f1, make_environment(),
+               {make_check("x", CheckStatus::k_fail_numeric, 0.5), make_check("y", CheckStatus::k_pass, 1e-7)}));
+  write_file_atomic(dir / "gate.yaml",
+                    "gate: [regressed, missing]\n"
+                    "allow:\n"
+                    "  - {check: 'exp/x/*', owner: alice, reason: known, expires: 2026-12-31}\n");
+  Invocation allowed = diff({run, "--base", "main", "--policy", dir / "gate.yaml", "--today", "2026-06-15", "--junit",
+                             dir / "junit.xml", "--format", "text"});
+  EXPECT_EQ(allowed.code, 0);
+  EXPECT_EQ(allowed.out.substr(0, allowed.out.find('\n')), "driftgate: PASS - 1 regressed, 1 unchanged");
+  EXPECT_NE(allowed.out.find("  (" + (dir / "gate.yaml") + ":1) gate: [regressed, missing]\n"), std::string::npos)
+      << allowed.out;
+  EXPECT_NE(read_file(dir / "junit.xml").find("tests=\"2\" failures=\"0\""), std::string::npos);
+
+  Invocation expired = diff({run, "--base", "main", "--policy", dir / "gate.yaml", "--today", "2027-01-01", "--junit",
+                             dir / "junit.xml", "--report", dir / "report.json"});
+  EXPECT_EQ(expired.code, 1);
+  EXPECT_NE(expired.out.find("expired on 2026-12-31 and no longer applies"), std::string::npos) << expired.out;
+  EXPECT_NE(read_file(dir / "junit.xml").find("tests=\"2\" failures=\"1\""), std::string::npos);
+  nlohmann::json report = nlohmann::json::parse(read_file(dir / "report.json"));
+  EXPECT_EQ(report["policy"]["allow"][0]["expired"], true);
+  EXPECT_EQ(report["checks"][0]["gate_origin"], (dir / "gate.yaml") + ":1");
+}
+
+TEST_F(CmdDiffTest, ABadPolicyIsAnErrorAndNothingIsWritten) {
+  std::string run = write_run_file(make_run(f1, make_environment(), {make_check("x", CheckStatus::k_pass)}));
+  write_file_atomic(dir / "gate.yaml", "gate: [regressed]\nalow: []\n");
+  EXPECT_EQ(error_of({run, "--policy", dir / "gate.yaml", "--report", dir / "report.json"}),
+            (dir / "gate.yaml") +
+                ":2:1: unknown key 'alow' in the gate policy; did you mean 'allow'? (known: gate, experiments, allow)");
+  EXPECT_FALSE(std::filesystem::exists(dir / "report.json"));
+  EXPECT_EQ(error_of({run, "--format", "txt"}), "driftgate diff: --format 'txt'; did you mean 'text'?: one of auto, text, markdown");
+  EXPECT_EQ(error_of({run, "--markdown-budget", "10"}),
+            "driftgate diff: --markdown-budget 10: must be at least 2000 bytes (room for the verdict, counts and a "
+            "notice)");
+}
+
 TEST_F(CmdDiffTest, OutsideAGitRepositoryIsAnError) {
   std::string run = write_run_file(make_run(f1, make_environment(), {make_check("x", CheckStatus::k_pass)}));
   std::filesystem::create_directories(dir / "plain");

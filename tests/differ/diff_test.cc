@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "differ/gate_policy.h"
 #include "tests/differ/test_support.h"
 
 namespace driftgate {

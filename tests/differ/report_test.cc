@@ -70,6 +70,9 @@ TEST(MarkdownReport, FailSummaryIsPinned) {
       "| fixed | 1 | no |\n"
       "| unchanged | 1 | no |\n"
       "\n"
+      "Gate policy:\n"
+      "- `(default) gate: [regressed, crashed, missing]`\n"
+      "\n"
       "Changed since the baseline (differences in these experiments may come from this):\n"
       "- `exp`: `model changed (abc1234 -> def5678)`\n"
       "\n"
@@ -77,9 +80,13 @@ TEST(MarkdownReport, FailSummaryIsPinned) {
       "- `exp/a/cpu_fp32~onednn_off/out`: pass \xE2\x86\x92 fail_numeric; max_abs 1e-06 \xE2\x86\x92 0.0123; "
       "model changed (abc1234 -> def5678); `3 of 10 elements outside atol`\n"
       "\n"
+      "<details><summary>Not gated: 1 fixed</summary>\n"
+      "\n"
       "### Fixed (1)\n"
       "- `exp/b/cpu_fp32~onednn_off/out`: fail_numeric \xE2\x86\x92 pass; max_abs 0.5 \xE2\x86\x92 2e-07; "
-      "model changed (abc1234 -> def5678)\n";
+      "model changed (abc1234 -> def5678)\n"
+      "\n"
+      "</details>\n";
   EXPECT_EQ(render_markdown(report), expected);
   EXPECT_EQ(render_verdict_line(report), "**driftgate: FAIL** \xE2\x80\x94 1 regressed, 1 fixed");
 }

@@ -1,0 +1,272 @@
+#include "differ/gate_policy.h"
+
+#include <fnmatch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/suggest.h"
+
+namespace driftgate {
+
+namespace {
+
+// Reads the policy document with positions, so every error can say file:line:col.
+class PolicyReader {
+ public:
+  explicit PolicyReader(std::string name) : m_name(std::move(name)) {}
+
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
+    if (mark.is_null()) {
+      throw Error(m_name + ": " + message);
+    }
+    throw Error(m_name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " +
+                message);
+  }
+
+  // "policy.yaml:4": where a value came from, as reports show it.
+  std::string origin(const YAML::Node& node) const {
+    return m_name + ":" + std::to_string(node.Mark().line + 1);
+  }
+
+  // Checks that `node` is a mapping whose keys are all in `allowed`, each once.
+  void require_keys(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) const {
+    if (!node.IsMap()) {
+      fail(node.Mark(), what + " must be a mapping of keys to values");
+    }
+    std::set<std::string> seen;
+    for (const auto& pair : node) {
+      std::string key = pair.first.IsScalar() ? pair.first.Scalar() : "";
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string known;
+        for (const auto& name : allowed) {
+          known += (known.empty() ? "" : ", ") + name;
+        }
+        fail(pair.first.Mark(), "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (known: " +
+                                    known + ")");
+      }
+      if (!seen.insert(key).second) {
+        fail(pair.first.Mark(), "duplicate key '" + key + "' in " + what);
+      }
+    }
+  }
+
+  std::string scalar(const YAML::Node& map, const char* key, const std::string& what) const {
+    YAML::Node node = map[key];
+    if (!node) {
+      fail(map.Mark(), what + " needs the key '" + key + "'");
+    }
+    if (!node.IsScalar() || node.Scalar().empty()) {
+      fail(node.Mark(), std::string("'") + key + "' of " + what + " must be a non-empty text");
+    }
+    return node.Scalar();
+  }
+
+  GateClasses classes(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsSequence()) {
+      fail(node.Mark(), what + " must be a list of diff classes, e.g. [regressed, crashed, missing]");
+    }
+    std::vector<std::string> names;
+    for (DiffClass diff_class : all_diff_classes()) {
+      names.push_back(to_string(diff_class));
+    }
+    GateClasses gate;
+    gate.origin = origin(node);
+    for (const auto& item : node) {
+      std::string name = item.IsScalar() ? item.Scalar() : "";
+      auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end()) {
+        std::string known;
+        for (const auto& known_name : names) {
+          known += (known.empty() ? "" : ", ") + known_name;
+        }
+        fail(item.Mark(), "unknown diff class '" + name + "' in " + what + did_you_mean(name, names) + " (one of: " +
+                              known + ")");
+      }
+      gate.classes.insert(all_diff_classes()[static_cast<size_t>(it - names.begin())]);
+    }
+    return gate;
+  }
+
+ private:
+  std::string m_name;
+};
+
+AllowEntry parse_allow_entry(const PolicyReader& reader, const YAML::Node& node, const std::string& today) {
+  const std::string what = "an allowlist entry";
+  reader.require_keys(node, what, {"check", "owner", "reason", "expires"});
+  AllowEntry entry;
+  entry.check_glob = reader.scalar(node, "check", what);
+  entry.owner = reader.scalar(node, "owner", what);
+  entry.reason = reader.scalar(node, "reason", what);
+  entry.expires = reader.scalar(node, "expires", what);
+  entry.origin = reader.origin(node);
+  if (!is_iso_date(entry.expires)) {
+    reader.fail(node["expires"].Mark(), "expires '" + entry.expires +
+                                            "' must be a date YYYY-MM-DD (the last day the entry applies)");
+  }
+  entry.expired = today > entry.expires;
+  return entry;
+}
+
+}  // namespace
+
+std::string AllowEntry::expiry_note() const {
+  return "allowlist entry '" + check_glob + "' (" + origin + ", owner " + owner + ") expired on " + expires +
+         " and no longer applies; renew or remove it";
+}
+
+GateClasses GatePolicy::gate_for(const std::string& experiment) const {
+  for (const auto& entry : experiments) {
+    if (entry.experiment == experiment) {
+      return entry.gate;
+    }
+  }
+  return GateClasses{gated, gated_origin};
+}
+
+std::vector<std::string> GatePolicy::expiry_notes() const {
+  std::vector<std::string> notes;
+  for (const auto& entry : allow) {
+    if (entry.expired) {
+      notes.push_back(entry.expiry_note());
+    }
+  }
+  return notes;
+}
+
+namespace {
+
+std::string class_list(const std::set<DiffClass>& classes) {
+  std::string list;
+  for (DiffClass diff_class : all_diff_classes()) {
+    if (classes.count(diff_class) != 0) {
+      list += (list.empty() ? "" : ", ") + std::string(to_string(diff_class));
+    }
+  }
+  return "[" + list + "]";
+}
+
+}  // namespace
+
+std::vector<std::string> describe_policy(const GatePolicy& policy) {
+  std::vector<std::string> lines;
+  lines.push_back("(" + policy.gated_origin + ") gate: " + class_list(policy.gated));
+  for (const auto& entry : policy.experiments) {
+    lines.push_back("(" + entry.gate.origin + ") experiments." + entry.experiment + ".gate: " +
+                    class_list(entry.gate.classes));
+  }
+  for (const auto& entry : policy.allow) {
+    lines.push_back("(" + entry.origin + ") allow: '" + entry.check_glob + "' owner " + entry.owner + " until " +
+                    entry.expires + (entry.expired ? " EXPIRED" : "") + ": " + entry.reason);
+  }
+  return lines;
+}
+
+GateDecision decide(const GatePolicy& policy, const CheckDiff& check) {
+  GateDecision decision;
+  GateClasses gate = policy.gate_for(check.experiment);
+  decision.origin = gate.origin;
+  decision.class_gated = gate.classes.count(check.diff_class) != 0;
+  if (!decision.class_gated) {
+    return decision;
+  }
+  for (const auto& entry : policy.allow) {
+    if (!entry.expired && ::fnmatch(entry.check_glob.c_str(), check.id.c_str(), 0) == 0) {
+      decision.allowed_by = &entry;
+      return decision;
+    }
+  }
+  decision.gated = true;
+  return decision;
+}
+
+std::vector<DiffClass> gated_classes_present(const DiffResult& result, const GatePolicy& policy) {
+  std::set<DiffClass> present;
+  for (const auto& check : result.checks) {
+    if (decide(policy, check).gated) {
+      present.insert(check.diff_class);
+    }
+  }
+  return std::vector<DiffClass>(present.begin(), present.end());
+}
+
+ExitCode gate_exit_code(const DiffResult& result, const GatePolicy& policy) {
+  return gated_classes_present(result, policy).empty() ? ExitCode::k_ok : ExitCode::k_gated;
+}
+
+bool is_iso_date(const std::string& text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-') {
+    return false;
+  }
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (text[i] < '0' || text[i] > '9') {
+      return false;
+    }
+  }
+  int year = std::stoi(text.substr(0, 4));
+  int month = std::stoi(text.substr(5, 2));
+  int day = std::stoi(text.substr(8, 2));
+  static const int k_days[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1 || day > k_days[month - 1]) {
+    return false;
+  }
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return !(month == 2 && day == 29 && !leap);
+}
+
+GatePolicy parse_gate_policy(const std::string& text, const std::string& name, const std::string& today) {
+  if (!is_iso_date(today)) {
+    throw Error("today '" + today + "' must be a date YYYY-MM-DD");
+  }
+  PolicyReader reader(name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    reader.fail(e.mark, "not valid YAML: " + e.msg);
+  }
+  GatePolicy policy;
+  policy.source = name;
+  policy.today = today;
+  if (root.IsNull()) {
+    return policy;  // an empty file: the defaults
+  }
+  reader.require_keys(root, "the gate policy", {"gate", "experiments", "allow"});
+  if (root["gate"]) {
+    GateClasses gate = reader.classes(root["gate"], "gate");
+    policy.gated = gate.classes;
+    policy.gated_origin = gate.origin;
+  }
+  if (YAML::Node experiments = root["experiments"]) {
+    if (!experiments.IsMap()) {
+      reader.fail(experiments.Mark(), "experiments must map experiment names to {gate: [...]}");
+    }
+    for (const auto& pair : experiments) {
+      std::string experiment = pair.first.Scalar();
+      std::string what = "experiment '" + experiment + "'";
+      reader.require_keys(pair.second, what, {"gate"});
+      if (!pair.second["gate"]) {
+        reader.fail(pair.second.Mark(), what + " needs the key 'gate'");
+      }
+      policy.experiments.push_back({experiment, reader.classes(pair.second["gate"], what + " gate")});
+    }
+  }
+  if (YAML::Node allow = root["allow"]) {
+    if (!allow.IsSequence()) {
+      reader.fail(allow.Mark(), "allow must be a list of entries {check, owner, reason, expires}");
+    }
+    for (const auto& item : allow) {
+      policy.allow.push_back(parse_allow_entry(reader, item, today));
+    }
+  }
+  return policy;
+}
+
+GatePolicy load_gate_policy(const std::string& path, const std::string& today) {
+  return parse_gate_policy(read_file(path), path, today);
+}
+
+}  // namespace driftgate

@@ -1,0 +1,140 @@
+#include "differ/junit_report.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <vector>
+
+namespace driftgate {
+
+namespace {
+
+constexpr const char* k_replacement = "\xEF\xBF\xBD";  // U+FFFD
+
+std::string number(const std::optional<double>& value) {
+  if (!value) {
+    return "n/a";
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", *value);
+  return buffer;
+}
+
+std::string status(const std::optional<CheckStatus>& value) { return value ? to_string(*value) : "absent"; }
+
+std::string describe(const CheckDiff& check) {
+  std::string text = to_label(check.diff_class) + ": " + status(check.status_before) + " -> " +
+                     status(check.status_after) + ", max_abs " + number(check.max_abs_before) + " -> " +
+                     number(check.max_abs_after);
+  for (const auto& note : check.notes) {
+    text += "; " + note;
+  }
+  return text;
+}
+
+void render_case(std::ostream& out, const Report& report, const CheckDiff& check) {
+  GateDecision decision = decide(report.policy, check);
+  out << "    <testcase classname=\"" << xml_escape(check.experiment) << "\" name=\"" << xml_escape(check.id)
+      << "\" time=\"0\"";
+  if (decision.gated) {
+    out << ">\n      <failure type=\"" << to_string(check.diff_class) << "\" message=\""
+        << xml_escape(describe(check)) << "\">" << xml_escape(check.message) << "</failure>\n    </testcase>\n";
+    return;
+  }
+  if (check.diff_class == DiffClass::k_missing) {
+    out << ">\n      <skipped message=\"" << xml_escape(describe(check)) << "\"/>\n    </testcase>\n";
+    return;
+  }
+  if (decision.allowed_by != nullptr) {
+    const AllowEntry& entry = *decision.allowed_by;
+    out << ">\n      <system-out>" << xml_escape(describe(check) + "; allowed by '" + entry.check_glob + "' (" +
+                                                entry.origin + ", owner " + entry.owner + ", until " + entry.expires +
+                                                "): " + entry.reason)
+        << "</system-out>\n    </testcase>\n";
+    return;
+  }
+  out << "/>\n";
+}
+
+}  // namespace
+
+std::string xml_escape(const std::string& text) {
+  std::string escaped;
+  escaped.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char byte = static_cast<unsigned char>(text[i]);
+    switch (text[i]) {
+      case '&':
+        escaped += "&amp;";
+        continue;
+      case '<':
+        escaped += "&lt;";
+        continue;
+      case '>':
+        escaped += "&gt;";
+        continue;
+      case '"':
+        escaped += "&quot;";
+        continue;
+      case '\'':
+        escaped += "&apos;";
+        continue;
+      case '\n':
+        escaped += "&#10;";
+        continue;
+      case '\t':
+        escaped += "&#9;";
+        continue;
+      case '\r':
+        escaped += "&#13;";
+        continue;
+      default:
+        break;
+    }
+    if (byte < 0x20 || byte == 0x7f) {
+      escaped += k_replacement;  // not allowed in XML 1.0, even as a character reference
+      continue;
+    }
+    escaped += text[i];
+  }
+  return escaped;
+}
+
+std::string render_junit(const Report& report) {
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  if (!report.diff) {
+    out << "<testsuites name=\"driftgate\" tests=\"0\" failures=\"0\">\n"
+        << "  <testsuite name=\"driftgate\" tests=\"0\" failures=\"0\" skipped=\"0\">\n"
+        << "    <properties><property name=\"verdict\" value=\"" << to_string(report.verdict)
+        << "\"/><property name=\"reason\" value=\"" << xml_escape(report.reason) << "\"/></properties>\n"
+        << "  </testsuite>\n</testsuites>\n";
+    return out.str();
+  }
+  std::map<std::string, std::vector<const CheckDiff*>> suites;
+  int64_t failures = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> suite_counts;
+  for (const auto& check : report.diff->checks) {
+    suites[check.experiment].push_back(&check);
+    GateDecision decision = decide(report.policy, check);
+    int64_t failed = decision.gated ? 1 : 0;
+    int64_t skip = !decision.gated && check.diff_class == DiffClass::k_missing ? 1 : 0;
+    failures += failed;
+    suite_counts[check.experiment].first += failed;
+    suite_counts[check.experiment].second += skip;
+  }
+  out << "<testsuites name=\"driftgate\" tests=\"" << report.diff->checks.size() << "\" failures=\"" << failures
+      << "\">\n";
+  for (const auto& [experiment, checks] : suites) {
+    out << "  <testsuite name=\"" << xml_escape(experiment) << "\" tests=\"" << checks.size() << "\" failures=\""
+        << suite_counts[experiment].first << "\" skipped=\"" << suite_counts[experiment].second << "\">\n";
+    for (const CheckDiff* check : checks) {
+      render_case(out, report, *check);
+    }
+    out << "  </testsuite>\n";
+  }
+  out << "</testsuites>\n";
+  return out.str();
+}
+
+}  // namespace driftgate
