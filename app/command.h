@@ -34,5 +34,6 @@ int cmd_run(CommandContext& context);
 int cmd_diff(CommandContext& context);
 int cmd_baseline(CommandContext& context);
 int cmd_env(CommandContext& context);
+int cmd_sweep(CommandContext& context);
 
 }  // namespace driftgate
