@@ -202,6 +202,22 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
       stats.min_rtol = std::nextafter(stats.min_rtol, k_infinity);
     }
   }
+  // Rounding can also leave them one step above the smallest value that passes.
+  auto passes_everywhere = [&](double atol, double rtol) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isfinite(a[i]) && std::isfinite(b[i]) && !(std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i]))) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (stats.min_atol > 0.0 && passes_everywhere(std::nextafter(stats.min_atol, 0.0), tolerance.rtol)) {
+    stats.min_atol = std::nextafter(stats.min_atol, 0.0);
+  }
+  while (std::isfinite(stats.min_rtol) && stats.min_rtol > 0.0 &&
+         passes_everywhere(tolerance.atol, std::nextafter(stats.min_rtol, 0.0))) {
+    stats.min_rtol = std::nextafter(stats.min_rtol, 0.0);
+  }
   stats.mismatch_fraction = n > 0 ? static_cast<double>(stats.mismatches) / static_cast<double>(n) : 0.0;
   if (finite > 0) {
     stats.mean_abs = sum_abs / static_cast<double>(finite);
