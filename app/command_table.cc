@@ -7,6 +7,7 @@ const std::vector<Command>& command_table() {
       {"run", "run experiments on their reference and target backends; write run.jsonl", cmd_run},
       {"diff", "compare a run with its baseline; print the summary; exit 1 on regression", cmd_diff},
       {"baseline", "store a run as the baseline of its commit and environment (update)", cmd_baseline},
+      {"post", "post a report on the PR/MR: sticky comment, commit status (github|gitlab)", cmd_post},
       {"sweep", "pass rates per target backend at several tolerances, from one run file", cmd_sweep},
       {"env", "print the tool version, the environment and its key", cmd_env},
   };

@@ -1,0 +1,162 @@
+// driftgate post github|gitlab: publishes a diff report (report.json) on the pull
+// or merge request: one sticky comment per (project, matrix key), the verdict as a
+// commit status on the head commit (GitHub: and a check run when the token can),
+// and GitHub's job summary. Context comes from the CI's variables, overridable by
+// flags; --dry-run prints the requests, token redacted, and sends nothing.
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "app/cli_util.h"
+#include "app/command.h"
+#include "ci/api_client.h"
+#include "ci/clock.h"
+#include "ci/comment_body.h"
+#include "ci/dry_run_transport.h"
+#include "ci/github_post.h"
+#include "ci/gitlab_post.h"
+#include "ci/httplib_transport.h"
+#include "core/error.h"
+#include "core/file_util.h"
+
+namespace driftgate {
+
+namespace {
+
+const CommandHelp k_help{
+    "driftgate post github|gitlab REPORT.json [options]",
+    "Posts a diff report (driftgate diff --report FILE) on the pull or merge request: one sticky comment per\n"
+    "(--project, --key), found by a hidden marker and the token's own user and updated in place; the verdict\n"
+    "as a commit status on the head commit (not GitHub's merge commit); on GitHub also a check run when the\n"
+    "token is a GitHub App's (the Actions GITHUB_TOKEN is) and $GITHUB_STEP_SUMMARY when set.\n"
+    "GitHub context: GITHUB_EVENT_PATH (pull_request or workflow_run payload), GITHUB_API_URL, GITHUB_REPOSITORY;\n"
+    "a fork PR's pull_request event is refused: post from a workflow_run workflow, which verifies the PR.\n"
+    "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_COMMIT_SHA; the token is a project\n"
+    "access token with api scope (default variable DRIFTGATE_GITLAB_TOKEN). https only (http to loopback).\n"
+    "Exit 0 when posted, whatever the verdict (the diff step gates); 2 on bad input or an API error.\n"
+    "--dry-run prints every request (token redacted) and answers as an empty API; nothing is sent.",
+    "driftgate post github report.json --key linux-cpu --artifact-url \"$RUN_URL\"   # in a workflow_run job"};
+
+struct PostRequest {
+  std::string system;       // "github" or "gitlab"
+  std::string report_path;
+  PostSettings settings;
+  GithubFlags github;
+  GitlabFlags gitlab;
+  bool dry_run = false;
+  bool verbose = false;
+  HttpTimeouts timeouts;
+};
+
+std::optional<PostRequest> parse_request(CommandContext& context) {
+  PostRequest request;
+  std::string api_url, repo, sha, project_id, token_env;
+  int pr = 0, mr = 0, connect_s = 10, read_s = 30;
+  bool no_check_run = false;
+  po::options_description options;
+  options.add_options()("system", po::value<std::string>(&request.system)->required(), "github or gitlab (positional)")(
+      "report", po::value<std::string>(&request.report_path)->required(), "report.json from driftgate diff (positional)")(
+      "key", po::value<std::string>(&request.settings.key)->default_value("default"),
+      "CI matrix key: one comment and status per (project, key)")(
+      "project", po::value<std::string>(&request.settings.project), "sticky comment project (default: the repository)")(
+      "artifact-url", po::value<std::string>(&request.settings.artifact_url),
+      "link to the full report (default: the workflow run / job page)")(
+      "api-url", po::value<std::string>(&api_url), "API root (default: GITHUB_API_URL or CI_API_V4_URL)")(
+      "repo", po::value<std::string>(&repo), "GitHub OWNER/NAME (default: GITHUB_REPOSITORY)")(
+      "pr", po::value<int>(&pr), "GitHub pull request number (default: from the event payload)")(
+      "project-id", po::value<std::string>(&project_id), "GitLab project id or path (default: CI_PROJECT_ID)")(
+      "mr", po::value<int>(&mr), "GitLab merge request IID (default: CI_MERGE_REQUEST_IID)")(
+      "sha", po::value<std::string>(&sha), "head commit for the status (default: the PR/MR head from the CI)")(
+      "token-env", po::value<std::string>(&token_env),
+      "variable holding the token (default: GITHUB_TOKEN; DRIFTGATE_GITLAB_TOKEN for gitlab)")(
+      "no-check-run", po::bool_switch(&no_check_run), "GitHub: commit status only, no check run")(
+      "connect-timeout", po::value<int>(&connect_s)->default_value(10), "seconds to connect (TCP and TLS)")(
+      "read-timeout", po::value<int>(&read_s)->default_value(30), "seconds to wait for response bytes")(
+      "dry-run", po::bool_switch(&request.dry_run), "print the requests (token redacted) instead of sending them")(
+      "verbose,v", po::bool_switch(&request.verbose), "log every API call to stderr");
+  po::positional_options_description positional;
+  positional.add("system", 1).add("report", 1);
+  po::variables_map variables;
+  if (!parse_command_line("post", context.args, options, positional, k_help, variables, context.out)) {
+    return std::nullopt;
+  }
+  if (request.system != "github" && request.system != "gitlab") {
+    throw Error("driftgate post '" + request.system + "': unknown system; use driftgate post github|gitlab REPORT.json");
+  }
+  if (connect_s < 1 || read_s < 1) {
+    throw Error("driftgate post: --connect-timeout and --read-timeout must be at least 1 second");
+  }
+  request.timeouts.connect = std::chrono::seconds(connect_s);
+  request.timeouts.read = std::chrono::seconds(read_s);
+  request.timeouts.write = std::chrono::seconds(read_s);
+  request.settings.check_run = !no_check_run;
+  auto set = [&](const char* name, auto& target, const auto& value) {
+    if (variables.count(name) != 0) {
+      target = value;
+    }
+  };
+  set("api-url", request.github.api_url, api_url);
+  set("api-url", request.gitlab.api_url, api_url);
+  set("repo", request.github.repo, repo);
+  set("pr", request.github.pr, pr);
+  set("sha", request.github.sha, sha);
+  set("sha", request.gitlab.sha, sha);
+  set("project-id", request.gitlab.project_id, project_id);
+  set("mr", request.gitlab.mr, mr);
+  set("token-env", request.github.token_env, token_env);
+  set("token-env", request.gitlab.token_env, token_env);
+  return request;
+}
+
+}  // namespace
+
+int cmd_post(CommandContext& context) {
+  std::optional<PostRequest> request = parse_request(context);
+  if (!request) {
+    return 0;
+  }
+  nlohmann::json report = parse_report(read_file(request->report_path), request->report_path);
+  Redactor redactor;
+  SystemClock clock;
+  HttplibTransport network(request->timeouts);
+  DryRunTransport printer(context.out, redactor);
+  HttpTransport& transport = request->dry_run ? static_cast<HttpTransport&>(printer) : network;
+  ApiConfig config;
+  config.log = &context.err;
+  config.verbose = request->verbose;
+  if (request->dry_run) {
+    config.retry.mutation_spacing = std::chrono::milliseconds(0);
+  }
+  if (request->system == "github") {
+    GithubTarget target = resolve_github_target(context.env, request->github);
+    redactor.add_secret(target.token);
+    if (request->dry_run && target.verify_pull) {
+      if (target.pr == 0) {
+        throw Error("--dry-run of a workflow_run post needs --pr N (the dry run cannot look the PR up)");
+      }
+      target.verify_pull = false;
+    }
+    if (!request->dry_run) {
+      auto it = context.env.find("GITHUB_STEP_SUMMARY");
+      request->settings.step_summary_path = it == context.env.end() ? "" : it->second;
+    }
+    config.service = "GitHub";
+    config.headers = github_headers(target.token);
+    config.advisor = github_advice;
+    ApiClient client(transport, clock, redactor, config);
+    GithubApi api(client, target.api_url, target.repo);
+    post_github(report, target, request->settings, api, clock, config.retry, context.err);
+    return 0;
+  }
+  GitlabTarget target = resolve_gitlab_target(context.env, request->gitlab);
+  redactor.add_secret(target.token);
+  config.service = "GitLab";
+  config.headers = gitlab_headers(target.token);
+  config.advisor = gitlab_advice;
+  ApiClient client(transport, clock, redactor, config);
+  GitlabApi api(client, target.api_url, target.project_id);
+  post_gitlab(report, target, request->settings, api, clock, config.retry, context.err);
+  return 0;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,235 @@
+#include "ci/comment_body.h"
+
+#include <sstream>
+#include <vector>
+
+#include "ci/markdown_escape.h"
+#include "core/error.h"
+
+namespace driftgate {
+
+namespace {
+
+using Json = nlohmann::json;
+
+const char* const k_arrow = " \xE2\x86\x92 ";  // →
+const char* const k_classes[] = {"regressed", "crashed", "missing", "drift_grew", "new", "fixed", "unchanged"};
+
+std::string text_field(const Json& object, const char* name) {
+  if (!object.is_object() || !object.contains(name) || !object[name].is_string()) {
+    return "";
+  }
+  return object[name].get<std::string>();
+}
+
+std::string value_text(const Json& value) {
+  if (value.is_null()) {
+    return "none";
+  }
+  if (value.is_string()) {
+    return value.get<std::string>();
+  }
+  if (value.is_number()) {
+    std::ostringstream out;
+    out.precision(3);
+    out << value.get<double>();
+    return out.str();
+  }
+  return value.dump();
+}
+
+std::string label(const std::string& diff_class) {
+  return diff_class == "drift_grew" ? "drift grew" : diff_class;
+}
+
+std::string check_line(const Json& check) {
+  std::string line = "- " + code_span(text_field(check, "id")) + " " + escape_text(label(text_field(check, "class"))) +
+                     ": " + escape_text(value_text(check.value("status_before", Json()))) + k_arrow +
+                     escape_text(value_text(check.value("status_after", Json()))) + "; max_abs " +
+                     escape_text(value_text(check.value("max_abs_before", Json()))) + k_arrow +
+                     escape_text(value_text(check.value("max_abs_after", Json())));
+  if (check.contains("notes") && check["notes"].is_array()) {
+    for (const auto& note : check["notes"]) {
+      if (note.is_string()) {
+        line += "; " + escape_text(truncate_utf8(note.get<std::string>(), 300));
+      }
+    }
+  }
+  std::string message = text_field(check, "message");
+  if (!message.empty()) {
+    line += "; " + code_span(truncate_utf8(message, 300));
+  }
+  return line + "\n";
+}
+
+std::string short_sha(const std::string& sha) { return sha.substr(0, 12); }
+
+std::string render_head(const Json& report, const BodyOptions& options) {
+  std::ostringstream out;
+  if (!options.marker.empty()) {
+    out << options.marker << "\n";
+  }
+  out << "### " << escape_text(verdict_line(report));
+  if (!options.key.empty()) {
+    out << " (" << code_span(options.key) << ")";
+  }
+  out << "\n\n";
+  std::string verdict = text_field(report, "verdict");
+  if (verdict == "no_baseline") {
+    out << "No comparable baseline, so nothing was gated: " << escape_text(text_field(report, "reason")) << "\n";
+  }
+  const Json& baseline = report.value("baseline", Json());
+  if (baseline.is_object()) {
+    out << "Baseline " << code_span(short_sha(text_field(baseline, "sha"))) << " (environment "
+        << code_span(text_field(baseline, "env_key")) << "); run "
+        << code_span(short_sha(text_field(report["run"], "sha"))) << ".\n";
+  }
+  if (report.value("env_mismatch", false)) {
+    out << "\n> **Compared across environments:** " << code_span(text_field(report, "env_changes")) << "\n";
+  }
+  for (const auto& note : report.value("notes", Json::array())) {
+    if (note.is_string()) {
+      out << "\n> " << escape_text(truncate_utf8(note.get<std::string>(), 500)) << "\n";
+    }
+  }
+  for (const auto& change : report.value("experiment_changes", Json::array())) {
+    out << "- " << code_span(text_field(change, "experiment")) << ": "
+        << code_span(truncate_utf8(text_field(change, "note"), 200)) << "\n";
+  }
+  if (baseline.is_object()) {
+    out << "\n| class | checks |\n|:--|--:|\n";
+    for (const char* name : k_classes) {
+      out << "| " << label(name) << " | " << report["counts"].value(name, 0) << " |\n";
+    }
+  }
+  return out.str();
+}
+
+std::string artifact_link(const std::string& url) {
+  if (url.empty()) {
+    return "report.json (not linked: no --artifact-url)";
+  }
+  if ((url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0) ||
+      url.find_first_of(" <>()[]\"'`\n\r") != std::string::npos) {
+    throw Error("--artifact-url '" + url + "': not a plain http(s) URL; it is linked from the comment");
+  }
+  return "[report.json](" + url + ")";
+}
+
+}  // namespace
+
+Json parse_report(const std::string& text, const std::string& path) {
+  Json report = Json::parse(text, nullptr, false);
+  auto bad = [&](const std::string& why) {
+    return Error(path + ": " + why + "; expected the report.json that driftgate diff --report FILE writes");
+  };
+  if (report.is_discarded() || !report.is_object()) {
+    throw bad("not a JSON object");
+  }
+  if (report.value("schema", Json()) != Json(1)) {
+    throw bad("\"schema\" is not 1");
+  }
+  std::string verdict = text_field(report, "verdict");
+  if (verdict != "pass" && verdict != "fail" && verdict != "no_baseline") {
+    throw bad("\"verdict\" is not pass, fail or no_baseline");
+  }
+  if (!report.contains("counts") || !report["counts"].is_object() || !report.contains("checks") ||
+      !report["checks"].is_array() || !report.contains("run") || !report["run"].is_object()) {
+    throw bad("\"counts\", \"checks\" or \"run\" is missing");
+  }
+  for (const auto& check : report["checks"]) {
+    if (!check.is_object() || !check.contains("id") || !check["id"].is_string() || !check.contains("class")) {
+      throw bad("a check without \"id\" or \"class\"");
+    }
+  }
+  return report;
+}
+
+std::string verdict_line(const Json& report) {
+  std::string verdict = text_field(report, "verdict");
+  if (verdict == "no_baseline") {
+    return "driftgate: NO BASELINE - nothing gated";
+  }
+  std::string line = verdict == "fail" ? "driftgate: FAIL" : "driftgate: PASS";
+  std::string counts;
+  for (const char* name : k_classes) {
+    int count = report["counts"].value(name, 0);
+    if (count > 0 && std::string(name) != "unchanged") {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + label(name);
+    }
+  }
+  return line + " - " + (counts.empty() ? "no changes" : counts);
+}
+
+size_t measure(const std::string& text, const BodyBudget& budget) {
+  return budget.bytes ? text.size() : utf8_length(text);
+}
+
+std::string render_comment_body(const Json& report, const BodyOptions& options) {
+  std::string body = render_head(report, options);
+  std::vector<std::string> worst;
+  std::vector<std::string> rest;
+  for (const auto& check : report["checks"]) {
+    if (text_field(check, "class") == "unchanged") {
+      continue;
+    }
+    bool gated = check.value("gated", false);
+    if (gated && static_cast<int>(worst.size()) < k_worst_checks_shown) {
+      worst.push_back(check_line(check));
+    } else {
+      rest.push_back(check_line(check));
+    }
+  }
+  const std::string link = artifact_link(options.artifact_url);
+  const std::string details_open = "\n<details><summary>All other changed checks (" + std::to_string(rest.size()) +
+                                   ")</summary>\n\n";
+  const std::string details_close = "\n</details>\n";
+  const std::string footer = "\nFull report: " + link + "\n";
+  auto notice = [&](size_t left_out) {
+    return "\n**Truncated:** " + std::to_string(left_out) + " more checks not shown (this surface allows " +
+           std::to_string(options.budget.limit) + (options.budget.bytes ? " bytes" : " characters") +
+           "); see " + link + "\n";
+  };
+  // The longest notice plus the details frame is always kept free.
+  size_t reserve = measure(notice(worst.size() + rest.size()) + details_open + details_close + footer, options.budget);
+  if (measure(body, options.budget) + reserve > options.budget.limit) {
+    throw Error("the comment limit of " + std::to_string(options.budget.limit) + " is too small for the summary");
+  }
+  size_t shown = 0;
+  size_t used = 0;
+  auto add = [&](const std::string& line) {
+    size_t size = measure(line, options.budget);
+    if (used + size + reserve > options.budget.limit) {
+      return false;
+    }
+    body += line;
+    used += size;
+    ++shown;
+    return true;
+  };
+  if (!worst.empty()) {
+    body += "\n#### Worst regressions\n\n";
+  }
+  used = measure(body, options.budget);
+  bool complete = true;
+  for (const auto& line : worst) {
+    complete = complete && add(line);
+  }
+  if (complete && !rest.empty()) {
+    body += details_open;
+    used += measure(details_open, options.budget);
+    for (const auto& line : rest) {
+      if (!add(line)) {
+        complete = false;
+        break;
+      }
+    }
+    body += details_close;
+  }
+  if (!complete) {
+    return body + notice(worst.size() + rest.size() - shown);
+  }
+  return body + footer;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,52 @@
+// The markdown posted to a pull request, merge request, check run or job summary,
+// rendered from report.json and fitted to the surface's size limit.
+//
+// Order of importance: the verdict line and counts first, the worst (gated)
+// checks next, every other changed check inside <details>. When the limit is near,
+// whole entries are dropped from the end and a notice says how many and links the
+// full report artifact, so the body is always valid markdown and never cut mid-line.
+// All text from the report goes through markdown_escape.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace driftgate {
+
+// A surface's size limit and how it counts.
+struct BodyBudget {
+  size_t limit = 0;
+  bool bytes = false;  // false: Unicode characters (code points)
+};
+
+inline constexpr BodyBudget k_github_comment_budget{65536, false};
+inline constexpr BodyBudget k_github_check_summary_budget{65535, true};
+inline constexpr BodyBudget k_gitlab_note_budget{1000000, false};
+inline constexpr BodyBudget k_step_summary_budget{1024 * 1024, true};
+
+// Gated checks shown under "Worst regressions" before the rest go into <details>.
+inline constexpr int k_worst_checks_shown = 10;
+
+struct BodyOptions {
+  std::string marker;        // hidden sticky marker line ("" for none)
+  std::string key;           // matrix key shown in the title ("" for none)
+  std::string artifact_url;  // link to the full report ("" for none); must be http(s)
+  BodyBudget budget = k_github_comment_budget;
+};
+
+// A report.json document checked for the fields the body needs. Throws
+// driftgate::Error naming `path` and the field when it is not a driftgate report.
+nlohmann::json parse_report(const std::string& text, const std::string& path);
+
+// The body, within options.budget. Throws driftgate::Error when even the summary
+// does not fit (a budget under a few hundred characters) or the artifact URL is not http(s).
+std::string render_comment_body(const nlohmann::json& report, const BodyOptions& options);
+
+// "driftgate: FAIL - 2 regressed, 1 missing": the verdict in one line of plain text
+// (also the commit status description, which GitHub caps at 140 characters).
+std::string verdict_line(const nlohmann::json& report);
+
+// Size of `text` as `budget` counts it.
+size_t measure(const std::string& text, const BodyBudget& budget);
+
+}  // namespace driftgate

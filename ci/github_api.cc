@@ -1,0 +1,190 @@
+#include "ci/github_api.h"
+
+#include "ci/markdown_escape.h"
+#include "ci/url.h"
+
+namespace driftgate {
+
+namespace {
+
+using Json = nlohmann::json;
+
+Json parse_body(const HttpResponse& response, const std::string& what) {
+  Json body = Json::parse(response.body, nullptr, false);
+  if (body.is_discarded()) {
+    throw Error("GitHub API: " + what + ": the response is not JSON; is --api-url the REST API root "
+                "(https://api.github.com or https://HOST/api/v3)?");
+  }
+  return body;
+}
+
+std::string id_text(const Json& value) {
+  return value.is_number_integer() ? std::to_string(value.get<long long>()) : "";
+}
+
+// The `permissions:` entry a call needs.
+std::string permission_for(const std::string& method, const std::string& url) {
+  if (url.find("/statuses/") != std::string::npos) {
+    return "statuses: write";
+  }
+  if (url.find("/check-runs") != std::string::npos) {
+    return "checks: write";
+  }
+  if (url.find("/comments") != std::string::npos) {
+    return method == "GET" ? "pull-requests: read" : "pull-requests: write";
+  }
+  return "pull-requests: read";
+}
+
+}  // namespace
+
+HttpHeaders github_headers(const std::string& token) {
+  return {{"Accept", "application/vnd.github+json"},
+          {"X-GitHub-Api-Version", k_github_api_version},
+          {"User-Agent", "driftgate/" DRIFTGATE_VERSION},
+          {"Authorization", "Bearer " + token}};
+}
+
+std::string github_advice(const HttpRequest& request, const HttpResponse& response) {
+  switch (response.status) {
+    case 401:
+      return "the token was rejected; check that the token variable (--token-env, default GITHUB_TOKEN) holds a "
+             "valid, unexpired token";
+    case 403:
+      if (is_missing_permission(response)) {
+        return "the workflow token lacks a permission; add `permissions: " + permission_for(request.method, request.url) +
+               "` to the posting job (a fork PR's pull_request token is read-only: post from a workflow_run workflow)";
+      }
+      return "the token may not do this; it needs write access to the repository (repo scope for a personal token)";
+    case 404:
+      return "not found; check --repo OWNER/NAME, --pr N and --api-url, and that the token can see the repository "
+             "(GitHub answers 404, not 403, to a token without access)";
+    case 422:
+      return "GitHub refused the request body; this is a driftgate bug if it persists, please report it";
+    default:
+      return "";
+  }
+}
+
+std::string next_link(const std::string& link_header) {
+  // <https://api.github.com/...&page=2>; rel="next", <...>; rel="last"
+  size_t at = 0;
+  while (at < link_header.size()) {
+    size_t open = link_header.find('<', at);
+    size_t close = link_header.find('>', open);
+    if (open == std::string::npos || close == std::string::npos) {
+      return "";
+    }
+    size_t end = link_header.find(',', close);
+    std::string params = link_header.substr(close + 1, end == std::string::npos ? std::string::npos : end - close - 1);
+    if (params.find("rel=\"next\"") != std::string::npos) {
+      return link_header.substr(open + 1, close - open - 1);
+    }
+    if (end == std::string::npos) {
+      return "";
+    }
+    at = end + 1;
+  }
+  return "";
+}
+
+std::string GithubApi::own_user_id() {
+  Json user = parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user");
+  std::string id = id_text(user.value("id", Json()));
+  if (id.empty()) {
+    throw Error("GitHub API: GET /user has no numeric \"id\"; cannot tell our own comments from others'");
+  }
+  return id;
+}
+
+std::vector<ThreadComment> GithubApi::list_comments(int pr) {
+  std::vector<ThreadComment> comments;
+  std::string url = repo_url() + "/issues/" + std::to_string(pr) + "/comments?per_page=100";
+  std::string first = url;
+  // Bounded: 100 pages of 100 comments is far beyond any real PR.
+  for (int page = 0; page < 100 && !url.empty(); ++page) {
+    HttpResponse response = m_client.send("GET", url);
+    Json items = parse_body(response, "GET " + first);
+    if (!items.is_array()) {
+      throw Error("GitHub API: GET " + first + " did not return an array of comments");
+    }
+    for (const auto& item : items) {
+      ThreadComment comment;
+      comment.id = id_text(item.value("id", Json()));
+      if (item.contains("user") && item["user"].is_object()) {
+        comment.author_id = id_text(item["user"].value("id", Json()));
+      }
+      comment.body = item.value("body", "");
+      comments.push_back(std::move(comment));
+    }
+    std::string next = next_link(response.header("link").value_or(""));
+    // Follow only links to the same API, so a forged header cannot send the token elsewhere.
+    url = next.rfind(m_api_url + "/", 0) == 0 ? next : "";
+  }
+  return comments;
+}
+
+std::string GithubApi::create_comment(int pr, const std::string& body) {
+  HttpResponse response = m_client.send("POST", repo_url() + "/issues/" + std::to_string(pr) + "/comments",
+                                        Json{{"body", body}}.dump());
+  return id_text(parse_body(response, "POST comment").value("id", Json()));
+}
+
+void GithubApi::update_comment(const std::string& id, const std::string& body) {
+  m_client.send("PATCH", repo_url() + "/issues/comments/" + id, Json{{"body", body}}.dump());
+}
+
+void GithubApi::create_status(const std::string& sha, const std::string& state, const std::string& context,
+                              const std::string& description, const std::string& target_url) {
+  Json request{{"state", state}, {"context", context}, {"description", truncate_utf8(description, 140)}};
+  if (!target_url.empty()) {
+    request["target_url"] = target_url;
+  }
+  m_client.send("POST", repo_url() + "/statuses/" + url_encode(sha), request.dump());
+}
+
+void GithubApi::create_check_run(const std::string& sha, const std::string& name, const std::string& conclusion,
+                                 const std::string& title, const std::string& summary,
+                                 const std::string& details_url) {
+  Json request{{"name", name},
+               {"head_sha", sha},
+               {"status", "completed"},
+               {"conclusion", conclusion},
+               {"output", Json{{"title", title}, {"summary", summary}}}};
+  if (!details_url.empty()) {
+    request["details_url"] = details_url;
+  }
+  m_client.send("POST", repo_url() + "/check-runs", request.dump());
+}
+
+GithubPull GithubApi::get_pull(int number) {
+  std::string what = "GET pull " + std::to_string(number);
+  Json pull = parse_body(m_client.send("GET", repo_url() + "/pulls/" + std::to_string(number)), what);
+  GithubPull result;
+  result.number = pull.value("number", 0);
+  result.state = pull.value("state", "");
+  if (pull.contains("head") && pull["head"].is_object()) {
+    result.head_sha = pull["head"].value("sha", "");
+  }
+  if (pull.contains("base") && pull["base"].is_object() && pull["base"].contains("repo") &&
+      pull["base"]["repo"].is_object()) {
+    result.base_repo = pull["base"]["repo"].value("full_name", "");
+  }
+  return result;
+}
+
+std::vector<int> GithubApi::pulls_of_commit(const std::string& sha) {
+  std::string url = repo_url() + "/commits/" + url_encode(sha) + "/pulls?per_page=100";
+  Json pulls = parse_body(m_client.send("GET", url), "GET pulls of commit");
+  std::vector<int> numbers;
+  if (pulls.is_array()) {
+    for (const auto& pull : pulls) {
+      if (pull.is_object() && pull.value("number", Json()).is_number_integer()) {
+        numbers.push_back(pull["number"].get<int>());
+      }
+    }
+  }
+  return numbers;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,80 @@
+// The GitHub REST calls `driftgate post github` makes, over ApiClient.
+//
+// Operations follow GitHub's OpenAPI description (shared/api/github): issue
+// comments on the PR (list with per_page=100 and the Link header, create,
+// update), a commit status, a check run, a pull request and the PRs of a commit.
+// GET /user names the token's own user. Headers: Accept
+// application/vnd.github+json, X-GitHub-Api-Version 2022-11-28, a User-Agent,
+// Authorization: Bearer.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ci/api_client.h"
+#include "ci/sticky_comment.h"
+
+namespace driftgate {
+
+inline constexpr const char* k_github_api_version = "2022-11-28";
+
+// The headers of every GitHub call.
+HttpHeaders github_headers(const std::string& token);
+
+// Advice for a failed GitHub call: which `permissions:` entry a 403 "Resource not
+// accessible by integration" needs, what a 401 or 404 usually means.
+std::string github_advice(const HttpRequest& request, const HttpResponse& response);
+
+// The URL of rel="next" in a Link header, or "".
+std::string next_link(const std::string& link_header);
+
+struct GithubPull {
+  int number = 0;
+  std::string state;           // "open", "closed"
+  std::string head_sha;
+  std::string base_repo;       // "owner/name" the PR targets
+};
+
+class GithubApi {
+ public:
+  // `api_url` without a trailing slash; `repo` is "owner/name".
+  GithubApi(ApiClient& client, std::string api_url, std::string repo)
+      : m_client(client), m_api_url(std::move(api_url)), m_repo(std::move(repo)) {}
+
+  std::string own_user_id();
+  std::vector<ThreadComment> list_comments(int pr);
+  std::string create_comment(int pr, const std::string& body);
+  void update_comment(const std::string& id, const std::string& body);
+  // state: "success", "failure", "error", "pending"; description is cut to 140 characters.
+  void create_status(const std::string& sha, const std::string& state, const std::string& context,
+                     const std::string& description, const std::string& target_url);
+  // A completed check run; conclusion "success", "failure", "neutral".
+  void create_check_run(const std::string& sha, const std::string& name, const std::string& conclusion,
+                        const std::string& title, const std::string& summary, const std::string& details_url);
+  GithubPull get_pull(int number);
+  std::vector<int> pulls_of_commit(const std::string& sha);
+
+ private:
+  std::string repo_url() const { return m_api_url + "/repos/" + m_repo; }
+
+  ApiClient& m_client;
+  std::string m_api_url;
+  std::string m_repo;
+};
+
+// One PR's comments as a CommentThread.
+class GithubThread : public CommentThread {
+ public:
+  GithubThread(GithubApi& api, int pr) : m_api(api), m_pr(pr) {}
+  std::string own_user_id() override { return m_api.own_user_id(); }
+  std::vector<ThreadComment> list() override { return m_api.list_comments(m_pr); }
+  std::string create(const std::string& body) override { return m_api.create_comment(m_pr, body); }
+  void update(const std::string& id, const std::string& body) override { m_api.update_comment(id, body); }
+
+ private:
+  GithubApi& m_api;
+  int m_pr;
+};
+
+}  // namespace driftgate

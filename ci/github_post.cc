@@ -1,0 +1,93 @@
+#include "ci/github_post.h"
+
+#include <filesystem>
+#include <ostream>
+
+#include "ci/comment_body.h"
+#include "core/error.h"
+#include "core/file_util.h"
+
+namespace driftgate {
+
+namespace {
+
+std::string status_state(const std::string& verdict) { return verdict == "fail" ? "failure" : "success"; }
+
+std::string check_conclusion(const std::string& verdict) {
+  if (verdict == "fail") {
+    return "failure";
+  }
+  return verdict == "pass" ? "success" : "neutral";
+}
+
+void append_step_summary(const std::string& path, const std::string& body) {
+  std::string existing = std::filesystem::exists(path) ? read_file(path) : "";
+  write_file_atomic(path, existing + body + "\n");
+}
+
+}  // namespace
+
+int verify_pull_request(GithubApi& api, const GithubTarget& target) {
+  std::vector<int> candidates;
+  if (target.pr != 0) {
+    candidates.push_back(target.pr);
+  } else {
+    candidates = api.pulls_of_commit(target.head_sha);
+  }
+  std::string seen;
+  for (int number : candidates) {
+    GithubPull pull = api.get_pull(number);
+    if (pull.state == "open" && pull.base_repo == target.repo && pull.head_sha == target.head_sha) {
+      return number;
+    }
+    seen += (seen.empty() ? "" : ", ") + std::string("#") + std::to_string(number) + " (" + pull.state + ", targets " +
+            pull.base_repo + ", head " + pull.head_sha.substr(0, 12) + ")";
+  }
+  throw Error("no open pull request into " + target.repo + " has head " + target.head_sha +
+              (seen.empty() ? std::string(" (none found for that commit)") : "; checked " + seen) +
+              "; nothing was posted (the PR may have been closed or pushed to since the run)");
+}
+
+GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& target, const PostSettings& settings,
+                             GithubApi& api, Clock& clock, const RetryPolicy& policy, std::ostream& log) {
+  GithubPostResult result;
+  result.pr = target.verify_pull ? verify_pull_request(api, target) : target.pr;
+  std::string artifact = settings.artifact_url.empty() ? target.run_url : settings.artifact_url;
+  std::string project = settings.project.empty() ? target.repo : settings.project;
+  std::string marker = sticky_marker(project, settings.key);
+  std::string key_shown = settings.key == "default" ? "" : settings.key;
+
+  std::string body = render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_github_comment_budget});
+  GithubThread thread(api, result.pr);
+  StickyResult sticky = upsert_sticky_comment(thread, marker, body, clock, policy);
+  result.comment_created = sticky.created;
+  result.comment_id = sticky.id;
+  log << "driftgate post: " << (sticky.created ? "created" : "updated") << " comment " << sticky.id << " on "
+      << target.repo << "#" << result.pr << "\n";
+
+  std::string verdict = report.value("verdict", "");
+  api.create_status(target.head_sha, status_state(verdict), status_name(settings), verdict_line(report), artifact);
+  log << "driftgate post: status " << status_state(verdict) << " on " << target.head_sha.substr(0, 12) << "\n";
+
+  if (settings.check_run) {
+    std::string summary = render_comment_body(report, BodyOptions{"", key_shown, artifact, k_github_check_summary_budget});
+    try {
+      api.create_check_run(target.head_sha, status_name(settings), check_conclusion(verdict), verdict_line(report),
+                           summary, artifact);
+      result.check_run = true;
+    } catch (const ApiError& e) {
+      if (e.status() != 403) {
+        throw;
+      }
+      // Only GitHub App tokens (the Actions GITHUB_TOKEN is one) may create check runs.
+      log << "driftgate post: no check run (this token cannot create one; the commit status carries the verdict)\n";
+    }
+  }
+  if (!settings.step_summary_path.empty()) {
+    append_step_summary(settings.step_summary_path,
+                        render_comment_body(report, BodyOptions{"", key_shown, artifact, k_step_summary_budget}));
+  }
+  return result;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,43 @@
+// Where `driftgate post github` posts: repository, pull request, head SHA, token,
+// read from the environment map and the event payload, overridden by flags.
+//
+// pull_request events give the PR number and pull_request.head.sha (never
+// GITHUB_SHA, a temporary merge commit). A PR from a fork is refused: its
+// pull_request token is read-only and running its code with a write token is the
+// classic pwn-request, so the report is uploaded and posted by a workflow_run
+// workflow. There the payload's pull_requests list is empty for forks, so the PR is
+// found by head_sha and verified (open, targets this repository, same head) through
+// the API before anything is written (see github_post.h).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace driftgate {
+
+// Flags of `driftgate post github`; unset ones come from the environment.
+struct GithubFlags {
+  std::optional<std::string> api_url;  // --api-url   (GITHUB_API_URL, https://api.github.com)
+  std::optional<std::string> repo;     // --repo      (GITHUB_REPOSITORY)
+  std::optional<int> pr;               // --pr        (the event payload)
+  std::optional<std::string> sha;      // --sha       (pull_request.head.sha, workflow_run.head_sha)
+  std::string token_env = "GITHUB_TOKEN";  // --token-env: the variable holding the token
+};
+
+struct GithubTarget {
+  std::string api_url;        // no trailing slash; https or loopback http
+  std::string repo;           // "owner/name"
+  int pr = 0;                 // 0: find it by head_sha (workflow_run of a fork PR)
+  std::string head_sha;
+  std::string token;
+  std::string event_name;     // GITHUB_EVENT_NAME ("" outside Actions)
+  bool verify_pull = false;   // workflow_run: check the PR through the API before posting
+  std::string run_url;        // this workflow run's page ("" when unknown)
+};
+
+// Resolves the target. Throws driftgate::Error (exit 2) saying which flag or
+// variable to set when something is missing, and refusing fork pull_request events.
+GithubTarget resolve_github_target(const std::map<std::string, std::string>& env, const GithubFlags& flags);
+
+}  // namespace driftgate

@@ -1,0 +1,106 @@
+#include "ci/gitlab_api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ci/markdown_escape.h"
+#include "ci/url.h"
+
+namespace driftgate {
+
+namespace {
+
+using Json = nlohmann::json;
+
+Json parse_body(const HttpResponse& response, const std::string& what) {
+  Json body = Json::parse(response.body, nullptr, false);
+  if (body.is_discarded()) {
+    throw Error("GitLab API: " + what + ": the response is not JSON; is --api-url the v4 API root (CI_API_V4_URL)?");
+  }
+  return body;
+}
+
+std::string id_text(const Json& value) {
+  return value.is_number_integer() ? std::to_string(value.get<long long>()) : "";
+}
+
+}  // namespace
+
+HttpHeaders gitlab_headers(const std::string& token) {
+  return {{"Accept", "application/json"}, {"User-Agent", "driftgate/" DRIFTGATE_VERSION}, {"PRIVATE-TOKEN", token}};
+}
+
+std::string gitlab_advice(const HttpRequest& /*request*/, const HttpResponse& response) {
+  switch (response.status) {
+    case 401:
+      return "the token was rejected; put a project access token with `api` scope in a masked CI/CD variable and "
+             "name it with --token-env (CI_JOB_TOKEN cannot write notes or statuses)";
+    case 403:
+      return "the token may not do this; it needs `api` scope and at least the Reporter role (Developer for "
+             "commit statuses)";
+    case 404:
+      return "not found; check --project-id, --mr and --api-url, and that the token's user can see the project";
+    default:
+      return "";
+  }
+}
+
+GitlabApi::GitlabApi(ApiClient& client, std::string api_url, const std::string& project)
+    : m_client(client), m_api_url(std::move(api_url)), m_project_url(m_api_url + "/projects/" + url_encode(project)) {}
+
+std::string GitlabApi::own_user_id() {
+  std::string id = id_text(parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user").value("id", Json()));
+  if (id.empty()) {
+    throw Error("GitLab API: GET /user has no numeric \"id\"; cannot tell our own notes from others'");
+  }
+  return id;
+}
+
+std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
+  std::vector<ThreadComment> notes;
+  std::string base = m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes?sort=asc&order_by=created_at&per_page=100";
+  std::string page = "1";
+  // Bounded: 100 pages of 100 notes.
+  for (int round = 0; round < 100 && !page.empty(); ++round) {
+    if (page.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error("GitLab API: X-Next-Page '" + page + "' is not a page number");
+    }
+    HttpResponse response = m_client.send("GET", base + "&page=" + page);
+    Json items = parse_body(response, "GET notes");
+    if (!items.is_array()) {
+      throw Error("GitLab API: GET " + base + " did not return an array of notes");
+    }
+    for (const auto& item : items) {
+      ThreadComment note;
+      note.id = id_text(item.value("id", Json()));
+      if (item.contains("author") && item["author"].is_object()) {
+        note.author_id = id_text(item["author"].value("id", Json()));
+      }
+      note.body = item.value("body", "");
+      notes.push_back(std::move(note));
+    }
+    page = response.header("x-next-page").value_or("");
+  }
+  return notes;
+}
+
+std::string GitlabApi::create_note(int mr, const std::string& body) {
+  HttpResponse response = m_client.send("POST", m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes",
+                                        Json{{"body", body}}.dump());
+  return id_text(parse_body(response, "POST note").value("id", Json()));
+}
+
+void GitlabApi::update_note(int mr, const std::string& id, const std::string& body) {
+  m_client.send("PUT", m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes/" + id,
+                Json{{"body", body}}.dump());
+}
+
+void GitlabApi::create_status(const std::string& sha, const std::string& state, const std::string& name,
+                              const std::string& description, const std::string& target_url) {
+  Json request{{"state", state}, {"name", name}, {"description", truncate_utf8(description, 255)}};
+  if (!target_url.empty()) {
+    request["target_url"] = target_url;
+  }
+  m_client.send("POST", m_project_url + "/statuses/" + url_encode(sha), request.dump());
+}
+
+}  // namespace driftgate

@@ -1,0 +1,89 @@
+#include "ci/markdown_escape.h"
+
+#include <algorithm>
+
+namespace driftgate {
+
+namespace {
+
+std::string one_line(const std::string& text) {
+  std::string result = text;
+  std::replace(result.begin(), result.end(), '\n', ' ');
+  std::replace(result.begin(), result.end(), '\r', ' ');
+  std::replace(result.begin(), result.end(), '\t', ' ');
+  return result;
+}
+
+}  // namespace
+
+std::string code_span(const std::string& text) {
+  std::string content;
+  for (char c : one_line(text)) {
+    if (c == '|') {
+      content += "\\|";  // GFM splits table cells on '|' even inside code spans
+    } else {
+      content += c;
+    }
+  }
+  size_t longest = 0;
+  size_t run = 0;
+  for (char c : content) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  std::string fence(longest + 1, '`');
+  bool pad = content.empty() || content.front() == '`' || content.back() == '`';
+  return fence + (pad ? " " : "") + content + (pad ? " " : "") + fence;
+}
+
+std::string escape_text(const std::string& text) {
+  std::string result;
+  const std::string line = one_line(text);
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    switch (c) {
+      case '&': result += "&amp;"; break;
+      case '<': result += "&lt;"; break;
+      case '>': result += "&gt;"; break;
+      case '"': result += "&quot;"; break;
+      case '\'': result += "&#39;"; break;
+      case '@': result += std::string("@") + k_zero_width_joiner; break;
+      case ':':
+        result += ':';
+        if (line.compare(i + 1, 2, "//") == 0) {
+          result += k_zero_width_joiner;  // no bare-URL autolink
+        }
+        break;
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '(': case ')': case '#':
+      case '+': case '-': case '!': case '|': case '~': case '{': case '}':
+        result += '\\';
+        result += c;
+        break;
+      default: result += c;
+    }
+  }
+  return result;
+}
+
+std::string truncate_utf8(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) {
+    return text;
+  }
+  size_t cut = max_bytes >= 3 ? max_bytes - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return text.substr(0, cut) + "...";
+}
+
+size_t utf8_length(const std::string& text) {
+  size_t count = 0;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) != 0x80) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+}  // namespace driftgate

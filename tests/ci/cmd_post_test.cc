@@ -1,0 +1,101 @@
+// `driftgate post` through its command function: option handling and --dry-run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "app/command.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "tests/ci/post_test_support.h"
+
+namespace driftgate {
+namespace {
+
+const std::string k_token = "ghs_dryRunSecret98765";
+
+struct Invocation {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+class CmdPostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() / "dg_cmd_post";
+    std::filesystem::create_directories(dir);
+    report = (dir / "report.json").string();
+    write_file_atomic(report, test::make_report("fail", {test::report_check("m/@team/a~b/o", "regressed", true)}).dump());
+    event = (dir / "event.json").string();
+    write_file_atomic(event, R"({"pull_request":{"number":12,"head":{"sha":")" + std::string(40, 'd') +
+                                 R"(","repo":{"full_name":"octo/app"}},"base":{"repo":{"full_name":"octo/app"}}}})");
+  }
+
+  Invocation post(std::vector<std::string> args, std::map<std::string, std::string> env) {
+    std::ostringstream out;
+    std::ostringstream err;
+    CommandContext context{std::move(args), std::move(env), out, err};
+    Invocation result;
+    result.code = cmd_post(context);
+    result.out = out.str();
+    result.err = err.str();
+    return result;
+  }
+
+  std::map<std::string, std::string> github_env() {
+    return {{"GITHUB_EVENT_PATH", event}, {"GITHUB_EVENT_NAME", "pull_request"}, {"GITHUB_REPOSITORY", "octo/app"},
+            {"GITHUB_TOKEN", k_token}};
+  }
+
+  std::filesystem::path dir;
+  std::string report;
+  std::string event;
+};
+
+TEST_F(CmdPostTest, DryRunPrintsTheRequestsWithTheTokenRedacted) {
+  Invocation result = post({"github", report, "--dry-run", "--key", "linux"}, github_env());
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.out.find("GET https://api.github.com/user\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("GET https://api.github.com/repos/octo/app/issues/12/comments?per_page=100"),
+            std::string::npos);
+  EXPECT_NE(result.out.find("POST https://api.github.com/repos/octo/app/issues/12/comments"), std::string::npos);
+  EXPECT_NE(result.out.find("POST https://api.github.com/repos/octo/app/statuses/" + std::string(40, 'd')),
+            std::string::npos);
+  EXPECT_NE(result.out.find("Authorization: Bearer ***"), std::string::npos);
+  EXPECT_EQ(result.out.find(k_token), std::string::npos);
+  EXPECT_EQ(result.err.find(k_token), std::string::npos);
+  EXPECT_NE(result.out.find("driftgate-sticky project=octo/app key=linux"), std::string::npos);
+}
+
+TEST_F(CmdPostTest, GitlabDryRunUsesCiVariables) {
+  Invocation result = post({"gitlab", report, "--dry-run"},
+                           {{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"},
+                            {"CI_PROJECT_ID", "group/proj"},
+                            {"CI_MERGE_REQUEST_IID", "4"},
+                            {"CI_COMMIT_SHA", std::string(40, 'e')},
+                            {"DRIFTGATE_GITLAB_TOKEN", "glpat-secret-value"}});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.out.find("POST https://gitlab.example.com/api/v4/projects/group%2Fproj/merge_requests/4/notes"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("PRIVATE-TOKEN: ***"), std::string::npos);
+  EXPECT_EQ(result.out.find("glpat-secret-value"), std::string::npos);
+}
+
+TEST_F(CmdPostTest, BadInputIsAnError) {
+  EXPECT_THROW(post({"bitbucket", report}, github_env()), Error);
+  EXPECT_THROW(post({"github", (dir / "missing.json").string()}, github_env()), Error);
+  EXPECT_THROW(post({"github", report, "--key", "a b"}, github_env()), Error);
+  EXPECT_THROW(post({"github", report, "--api-url", "http://example.com"}, github_env()), Error);
+}
+
+TEST_F(CmdPostTest, HelpDescribesBothSystems) {
+  Invocation result = post({"--help"}, {});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.out.find("driftgate post github|gitlab REPORT.json"), std::string::npos);
+  EXPECT_NE(result.out.find("--dry-run"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace driftgate

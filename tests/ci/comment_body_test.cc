@@ -1,0 +1,114 @@
+#include "ci/comment_body.h"
+
+#include <gtest/gtest.h>
+
+#include "ci/markdown_escape.h"
+#include "core/error.h"
+#include "tests/ci/post_test_support.h"
+
+namespace driftgate {
+namespace {
+
+using test::make_report;
+using test::report_check;
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(CommentBody, SummaryFirstThenWorstThenDetails) {
+  auto report = make_report("fail", {report_check("m/in/cpu_fp32~frozen/out", "regressed", true, "max_abs 0.25"),
+                                     report_check("m/in/cpu_fp32~bf16/out", "drift_grew", false)});
+  std::string body = render_comment_body(report, BodyOptions{"<!-- m -->", "", "https://x.example/run/1"});
+  EXPECT_EQ(body.rfind("<!-- m -->\n### driftgate: FAIL \\- 1 regressed, 1 drift grew\n", 0), 0U) << body;
+  size_t worst = body.find("#### Worst regressions");
+  size_t details = body.find("<details>");
+  ASSERT_NE(worst, std::string::npos);
+  ASSERT_NE(details, std::string::npos);
+  EXPECT_LT(worst, body.find("`m/in/cpu_fp32~frozen/out`"));
+  EXPECT_LT(details, body.find("`m/in/cpu_fp32~bf16/out`"));
+  EXPECT_NE(body.find("Full report: [report.json](https://x.example/run/1)"), std::string::npos) << body;
+  EXPECT_EQ(body.find("Truncated"), std::string::npos);
+}
+
+TEST(CommentBody, NamesFromResultsCannotMentionInjectHtmlOrLinks) {
+  std::string evil_id = "x/@admin <img src=x onerror=alert(1)>/[y](https://evil.example)`~`/o";
+  auto check = report_check(evil_id, "regressed", true, "</details> @team ``` boom");
+  check["notes"] = {"model changed by @mallory <b>x</b> [l](https://evil.example)"};
+  auto report = make_report("fail", {check});
+  report["notes"] = {"<script>alert(1)</script>"};
+  report["experiment_changes"] = {{{"experiment", "@x"}, {"note", "<i>"}}};
+  std::string body = render_comment_body(report, BodyOptions{"", "", ""});
+  EXPECT_NE(body.find(code_span(evil_id)), std::string::npos) << body;
+  EXPECT_NE(body.find(code_span("</details> @team ``` boom")), std::string::npos) << body;
+  // Outside code spans: no raw HTML, no mention, no link.
+  EXPECT_EQ(body.find("<script>"), std::string::npos) << body;
+  EXPECT_EQ(body.find("<b>"), std::string::npos) << body;
+  EXPECT_EQ(body.find("@mallory"), std::string::npos) << body;
+  EXPECT_EQ(count_of(body, "](https://evil"), 1U) << "only inside the id's code span: " << body;
+  EXPECT_EQ(count_of(body, "</details>"), count_of(body, "<details>") + 1) << "one inside a code span";
+}
+
+TEST(CommentBody, LongReportIsTruncatedWithNoticeAndLinkWithinBudget) {
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 3000; ++i) {
+    checks.push_back(report_check("exp/input" + std::to_string(i) + "/cpu_fp32~frozen/out", i < 40 ? "regressed" : "new",
+                                  i < 40, std::string(120, 'm')));
+  }
+  auto report = make_report("fail", checks);
+  BodyOptions options{"<!-- m -->", "linux", "https://ci.example/artifacts/7", k_github_comment_budget};
+  std::string body = render_comment_body(report, options);
+  EXPECT_LE(utf8_length(body), 65536U);
+  EXPECT_GT(utf8_length(body), 60000U) << "the budget is used, not wasted";
+  EXPECT_NE(body.find("**Truncated:**"), std::string::npos);
+  EXPECT_NE(body.find("see [report.json](https://ci.example/artifacts/7)"), std::string::npos);
+  EXPECT_EQ(count_of(body, "<details>"), count_of(body, "</details>"));
+  EXPECT_EQ(count_of(body, "\n- "), 3000U - std::stoul(body.substr(body.find("**Truncated:** ") + 15)));
+}
+
+TEST(CommentBody, ByteBudgetCountsBytes) {
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 400; ++i) {
+    checks.push_back(report_check("\xE2\x86\x92\xE2\x86\x92/" + std::to_string(i), "new", false));
+  }
+  BodyOptions options{"", "", "", BodyBudget{8000, true}};
+  std::string body = render_comment_body(make_report("pass", checks), options);
+  EXPECT_LE(body.size(), 8000U);
+  EXPECT_GT(body.size(), 7000U);
+  EXPECT_NE(body.find("allows 8000 bytes"), std::string::npos);
+}
+
+TEST(CommentBody, NoBaselineSaysWhy) {
+  auto report = make_report("no_baseline", {});
+  report["baseline"] = nullptr;
+  report["reason"] = "no baseline for environment e1";
+  std::string body = render_comment_body(report, BodyOptions{});
+  EXPECT_NE(body.find("### driftgate: NO BASELINE \\- nothing gated"), std::string::npos) << body;
+  EXPECT_NE(body.find("no baseline for environment e1"), std::string::npos) << body;
+}
+
+TEST(CommentBody, RejectsWhatIsNotAReport) {
+  EXPECT_THROW(parse_report("[]", "r.json"), Error);
+  EXPECT_THROW(parse_report(R"({"schema":2})", "r.json"), Error);
+  try {
+    parse_report(R"({"schema":1,"verdict":"maybe"})", "out/report.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "out/report.json: \"verdict\" is not pass, fail or no_baseline; expected the report.json that "
+              "driftgate diff --report FILE writes");
+  }
+  EXPECT_NO_THROW(parse_report(test::make_report("pass", {}).dump(), "r.json"));
+}
+
+TEST(CommentBody, ArtifactUrlMustBePlainHttp) {
+  EXPECT_THROW(render_comment_body(make_report("pass", {}), BodyOptions{"", "", "javascript:alert(1)"}), Error);
+  EXPECT_THROW(render_comment_body(make_report("pass", {}), BodyOptions{"", "", "https://x/a) [y](z"}), Error);
+}
+
+}  // namespace
+}  // namespace driftgate

@@ -1,0 +1,102 @@
+// A fake GitHub REST API for the posting tests: a cpp-httplib server on 127.0.0.1
+// (ephemeral port), started by the constructor and stopped by the destructor.
+//
+// Every request is checked against GitHub's OpenAPI description (method, path,
+// query, body) and for the headers GitHub requires (Accept, X-GitHub-Api-Version,
+// User-Agent, Authorization: Bearer); every response it sends is checked against
+// the documented shape. Both kinds of finding land in violations(), which each
+// test expects to be empty. Users and pull requests are built from the real
+// webhook payloads in shared/api/github/events. Faults are scripted per request:
+// a status with headers (429, 500, 403 ...) or a connection dropped after the
+// server acted (the reply is lost).
+#pragma once
+
+#include <httplib.h>
+
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/ci/openapi_validator.h"
+
+namespace driftgate::test {
+
+class FakeGithubServer {
+ public:
+  struct Comment {
+    long long id = 0;
+    long long author_id = 0;
+    std::string body;
+  };
+
+  // `api_dir` is shared/api; `repo` the repository served ("octo/app").
+  FakeGithubServer(const std::string& api_dir, std::string repo, std::string token);
+  ~FakeGithubServer();
+  FakeGithubServer(const FakeGithubServer&) = delete;
+  FakeGithubServer& operator=(const FakeGithubServer&) = delete;
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+
+  void set_own_user(long long id, const std::string& login);
+  void add_comment(int pr, long long author_id, const std::string& body);
+  void add_pull(int number, const std::string& state, const std::string& head_sha, const std::string& base_repo);
+  // A personal token: check runs are refused with 403 as GitHub does.
+  void refuse_check_runs() { m_check_runs_allowed = false; }
+
+  // The next `times` requests whose "METHOD path" contains `match` get this answer
+  // instead of being served.
+  void fail_next(const std::string& match, int status, httplib::Headers headers, const std::string& body,
+                 int times = 1);
+  // The next matching request is served (its effect happens) but the connection
+  // drops before the reply arrives.
+  void drop_after_apply_next(const std::string& match);
+
+  std::vector<Comment> comments(int pr) const;
+  std::vector<nlohmann::json> statuses() const;
+  std::vector<nlohmann::json> check_runs() const;
+  std::vector<std::string> violations() const;
+  // Requests received whose "METHOD path" contains `match`.
+  int requests(const std::string& match) const;
+
+ private:
+  struct Fault {
+    std::string match;
+    int status = 0;  // 0: drop after apply
+    httplib::Headers headers;
+    std::string body;
+  };
+
+  void handle(const httplib::Request& request, httplib::Response& response);
+  void serve(const httplib::Request& request, httplib::Response& response);
+  nlohmann::json comment_json(const Comment& comment) const;
+  nlohmann::json user_json(long long id, const std::string& login) const;
+  nlohmann::json pull_json(const nlohmann::json& pull) const;
+  void reply(httplib::Response& response, int status, const nlohmann::json& body);
+
+  OpenApiValidator m_validator;
+  nlohmann::json m_user_template;  // a real "sender" object
+  nlohmann::json m_pull_template;  // a real "pull_request" object
+  std::string m_repo;
+  std::string m_token;
+  httplib::Server m_server;
+  std::thread m_thread;
+  int m_port = 0;
+
+  mutable std::mutex m_mutex;
+  long long m_own_id = 1001;
+  std::string m_own_login = "github-actions[bot]";
+  long long m_next_id = 5000;
+  std::map<int, std::vector<Comment>> m_comments;
+  std::vector<nlohmann::json> m_pulls;
+  std::vector<nlohmann::json> m_statuses;
+  std::vector<nlohmann::json> m_check_runs;
+  bool m_check_runs_allowed = true;
+  std::deque<Fault> m_faults;
+  std::vector<std::string> m_violations;
+  std::vector<std::string> m_requests;
+};
+
+}  // namespace driftgate::test

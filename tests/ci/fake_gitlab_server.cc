@@ -1,0 +1,161 @@
+#include "tests/ci/fake_gitlab_server.h"
+
+#include <regex>
+#include <set>
+
+namespace driftgate::test {
+
+namespace {
+
+using Json = nlohmann::json;
+
+void reply(httplib::Response& response, int status, const Json& body) {
+  response.status = status;
+  response.set_content(body.dump(), "application/json");
+}
+
+}  // namespace
+
+FakeGitlabServer::FakeGitlabServer(std::string project_id, std::string token)
+    : m_project_id(std::move(project_id)), m_token(std::move(token)) {
+  auto handler = [this](const httplib::Request& request, httplib::Response& response) { handle(request, response); };
+  m_server.Get(".*", handler);
+  m_server.Post(".*", handler);
+  m_server.Put(".*", handler);
+  m_port = m_server.bind_to_any_port("127.0.0.1");
+  if (m_port <= 0) {
+    throw std::runtime_error("fake GitLab: cannot bind 127.0.0.1");
+  }
+  m_thread = std::thread([this] { m_server.listen_after_bind(); });
+  for (int i = 0; i < 500 && !m_server.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+FakeGitlabServer::~FakeGitlabServer() {
+  m_server.stop();
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+}
+
+void FakeGitlabServer::add_note(int mr, long long author_id, const std::string& body) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_notes[mr].push_back(Note{m_next_id++, author_id, body});
+}
+
+void FakeGitlabServer::fail_next(const std::string& match, int status, httplib::Headers headers, int times) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  for (int i = 0; i < times; ++i) {
+    m_faults.emplace_back(match, status, headers);
+  }
+}
+
+std::vector<FakeGitlabServer::Note> FakeGitlabServer::notes(int mr) const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  auto it = m_notes.find(mr);
+  return it == m_notes.end() ? std::vector<Note>{} : it->second;
+}
+
+std::vector<Json> FakeGitlabServer::statuses() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_statuses;
+}
+
+std::vector<std::string> FakeGitlabServer::violations() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_violations;
+}
+
+int FakeGitlabServer::requests(const std::string& match) const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  int count = 0;
+  for (const auto& request : m_requests) {
+    count += request.find(match) != std::string::npos ? 1 : 0;
+  }
+  return count;
+}
+
+void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response& response) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  std::string line = request.method + " " + request.path;
+  m_requests.push_back(line);
+  if (request.get_header_value("PRIVATE-TOKEN") != m_token) {
+    reply(response, 401, Json{{"message", "401 Unauthorized"}});
+    return;
+  }
+  for (auto it = m_faults.begin(); it != m_faults.end(); ++it) {
+    if (line.find(std::get<0>(*it)) != std::string::npos) {
+      for (const auto& [name, value] : std::get<2>(*it)) {
+        response.set_header(name, value);
+      }
+      reply(response, std::get<1>(*it), Json{{"message", "fault"}});
+      m_faults.erase(it);
+      return;
+    }
+  }
+  Json body = Json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
+  auto author = [&](long long id) { return Json{{"id", id}, {"username", id == own_id() ? "project_bot" : "other"}}; };
+  auto note_json = [&](const Note& note) {
+    return Json{{"id", note.id}, {"body", note.body}, {"author", author(note.author_id)}, {"system", false},
+                {"noteable_type", "MergeRequest"}};
+  };
+  static const std::regex k_notes(R"(/api/v4/projects/([^/]+)/merge_requests/(\d+)/notes)");
+  static const std::regex k_note(R"(/api/v4/projects/([^/]+)/merge_requests/(\d+)/notes/(\d+))");
+  static const std::regex k_status(R"(/api/v4/projects/([^/]+)/statuses/([0-9a-f]{40}))");
+  std::smatch match;
+  if (request.method == "GET" && request.path == "/api/v4/user") {
+    reply(response, 200, Json{{"id", own_id()}, {"username", "project_bot"}});
+  } else if (std::regex_match(request.path, match, k_notes) && match[1] == m_project_id) {
+    auto& notes = m_notes[std::stoi(match[2])];
+    if (request.method == "POST") {
+      if (!body.is_object() || !body.contains("body") || !body["body"].is_string()) {
+        m_violations.push_back(line + ": no string 'body'");
+      }
+      notes.push_back(Note{m_next_id++, own_id(), body.value("body", "")});
+      reply(response, 201, note_json(notes.back()));
+      return;
+    }
+    int per_page = request.has_param("per_page") ? std::stoi(request.get_param_value("per_page")) : 20;
+    int page = request.has_param("page") ? std::stoi(request.get_param_value("page")) : 1;
+    if (per_page > 100) {
+      m_violations.push_back(line + ": per_page is at most 100");
+    }
+    Json items = Json::array();
+    for (size_t i = (page - 1) * per_page; i < notes.size() && i < static_cast<size_t>(page * per_page); ++i) {
+      items.push_back(note_json(notes[i]));
+    }
+    response.set_header("X-Next-Page",
+                        static_cast<size_t>(page * per_page) < notes.size() ? std::to_string(page + 1) : "");
+    reply(response, 200, items);
+  } else if (request.method == "PUT" && std::regex_match(request.path, match, k_note) && match[1] == m_project_id) {
+    for (auto& note : m_notes[std::stoi(match[2])]) {
+      if (note.id == std::stoll(match[3])) {
+        if (note.author_id != own_id()) {
+          reply(response, 403, Json{{"message", "403 Forbidden"}});
+          return;
+        }
+        note.body = body.value("body", "");
+        reply(response, 200, note_json(note));
+        return;
+      }
+    }
+    reply(response, 404, Json{{"message", "404 Not found"}});
+  } else if (request.method == "POST" && std::regex_match(request.path, match, k_status) &&
+             match[1] == m_project_id) {
+    static const std::set<std::string> k_states = {"pending", "running", "success", "failed", "canceled"};
+    if (!k_states.count(body.value("state", ""))) {
+      m_violations.push_back(line + ": state '" + body.value("state", "") + "' is not a GitLab status state");
+    }
+    Json status = body;
+    status["sha"] = match[2];
+    m_statuses.push_back(status);
+    reply(response, 201, Json{{"id", m_next_id++}, {"sha", match[2]}, {"status", body.value("state", "")},
+                              {"name", body.value("name", "default")}});
+  } else {
+    m_violations.push_back(line + ": not an endpoint driftgate should call");
+    reply(response, 404, Json{{"message", "404 Not found"}});
+  }
+}
+
+}  // namespace driftgate::test

@@ -1,0 +1,66 @@
+// A fake GitLab v4 API for the posting tests: merge request notes (pages with
+// X-Next-Page), commit statuses and GET /user, on 127.0.0.1 (ephemeral port),
+// started by the constructor and stopped by the destructor.
+//
+// GitLab publishes no OpenAPI description for these endpoints, so the checks are
+// the documented ones (shared/api/README.md): PRIVATE-TOKEN auth, the paths, a
+// `body` for notes, `state` from the documented set and a `name` for statuses,
+// per_page at most 100. Findings land in violations().
+#pragma once
+
+#include <httplib.h>
+
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace driftgate::test {
+
+class FakeGitlabServer {
+ public:
+  struct Note {
+    long long id = 0;
+    long long author_id = 0;
+    std::string body;
+  };
+
+  FakeGitlabServer(std::string project_id, std::string token);
+  ~FakeGitlabServer();
+  FakeGitlabServer(const FakeGitlabServer&) = delete;
+  FakeGitlabServer& operator=(const FakeGitlabServer&) = delete;
+
+  // The v4 root, like CI_API_V4_URL.
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port) + "/api/v4"; }
+
+  void add_note(int mr, long long author_id, const std::string& body);
+  // The next `times` requests whose "METHOD path" contains `match` get this status and headers.
+  void fail_next(const std::string& match, int status, httplib::Headers headers, int times = 1);
+
+  std::vector<Note> notes(int mr) const;
+  std::vector<nlohmann::json> statuses() const;
+  std::vector<std::string> violations() const;
+  int requests(const std::string& match) const;
+  long long own_id() const { return 77; }
+
+ private:
+  void handle(const httplib::Request& request, httplib::Response& response);
+
+  std::string m_project_id;
+  std::string m_token;
+  httplib::Server m_server;
+  std::thread m_thread;
+  int m_port = 0;
+
+  mutable std::mutex m_mutex;
+  long long m_next_id = 900;
+  std::map<int, std::vector<Note>> m_notes;
+  std::vector<nlohmann::json> m_statuses;
+  std::deque<std::tuple<std::string, int, httplib::Headers>> m_faults;
+  std::vector<std::string> m_violations;
+  std::vector<std::string> m_requests;
+};
+
+}  // namespace driftgate::test

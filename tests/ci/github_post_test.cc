@@ -1,0 +1,232 @@
+// `post_github` end to end over real HTTP against the fake GitHub on 127.0.0.1.
+#include "ci/github_post.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "ci/comment_body.h"
+#include "ci/httplib_transport.h"
+#include "core/file_util.h"
+#include "tests/ci/fake_github_server.h"
+#include "tests/ci/post_test_support.h"
+
+namespace driftgate {
+namespace {
+
+using std::chrono::milliseconds;
+using test::FakeGithubServer;
+using test::make_report;
+using test::report_check;
+
+const std::string k_token = "ghs_fakeTokenForTests0001";
+const std::string k_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+const std::string k_marker = "<!-- driftgate-sticky project=octo/app key=default -->";
+
+class GithubPostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (test::shared_api_dir().empty()) {
+      GTEST_SKIP() << "shared/api not found at " << DRIFTGATE_SHARED_API << " (the fake GitHub validates against it)";
+    }
+    server = std::make_unique<FakeGithubServer>(test::shared_api_dir(), "octo/app", k_token);
+    target.api_url = server->url();
+    target.repo = "octo/app";
+    target.pr = 2;
+    target.head_sha = k_sha;
+    target.token = k_token;
+    redactor.add_secret(k_token);
+  }
+
+  void TearDown() override {
+    if (server) {
+      EXPECT_TRUE(server->violations().empty()) << ::testing::PrintToString(server->violations());
+    }
+  }
+
+  GithubPostResult post(const nlohmann::json& report) {
+    HttpTimeouts timeouts;
+    timeouts.connect = std::chrono::seconds(5);
+    timeouts.read = std::chrono::seconds(10);
+    HttplibTransport transport(timeouts);
+    ApiConfig config{"GitHub", github_headers(k_token), github_advice, RetryPolicy{}, &log, true};
+    ApiClient client(transport, clock, redactor, config);
+    GithubApi api(client, target.api_url, target.repo);
+    return post_github(report, target, settings, api, clock, config.retry, log);
+  }
+
+  nlohmann::json failing() { return make_report("fail", {report_check("m/i/a~b/o", "regressed", true)}); }
+  nlohmann::json passing() { return make_report("pass", {report_check("m/i/a~b/o", "fixed", false)}); }
+
+  std::unique_ptr<FakeGithubServer> server;
+  GithubTarget target;
+  PostSettings settings;
+  test::FakeClock clock;
+  Redactor redactor;
+  std::ostringstream log;
+};
+
+TEST_F(GithubPostTest, FirstRunCreatesSecondUpdatesTheSameComment) {
+  GithubPostResult first = post(failing());
+  GithubPostResult second = post(passing());
+  EXPECT_TRUE(first.comment_created);
+  EXPECT_FALSE(second.comment_created);
+  EXPECT_EQ(first.comment_id, second.comment_id);
+  auto comments = server->comments(2);
+  ASSERT_EQ(comments.size(), 1U);
+  EXPECT_EQ(comments[0].body.rfind(k_marker + "\n### driftgate: PASS", 0), 0U) << comments[0].body;
+  auto statuses = server->statuses();
+  ASSERT_EQ(statuses.size(), 2U);
+  EXPECT_EQ(statuses[0]["sha"], k_sha);
+  EXPECT_EQ(statuses[0]["state"], "failure");
+  EXPECT_EQ(statuses[1]["state"], "success");
+  EXPECT_EQ(statuses[1]["context"], "driftgate");
+  ASSERT_EQ(server->check_runs().size(), 2U);
+  EXPECT_EQ(server->check_runs()[0]["conclusion"], "failure");
+  EXPECT_EQ(log.str().find(k_token), std::string::npos);
+}
+
+TEST_F(GithubPostTest, FindsOurCommentOnALaterPage) {
+  for (int i = 0; i < 230; ++i) {
+    server->add_comment(2, 42, "chatter " + std::to_string(i));
+  }
+  server->add_comment(2, 1001, k_marker + "\nold");
+  for (int i = 0; i < 40; ++i) {
+    server->add_comment(2, 42, "more " + std::to_string(i));
+  }
+  GithubPostResult result = post(failing());
+  EXPECT_FALSE(result.comment_created);
+  auto comments = server->comments(2);
+  ASSERT_EQ(comments.size(), 271U);
+  EXPECT_NE(comments[230].body.find("driftgate: FAIL"), std::string::npos);
+  EXPECT_EQ(server->requests("GET /repos/octo/app/issues/2/comments"), 3);
+}
+
+TEST_F(GithubPostTest, AnotherUsersCommentWithTheMarkerIsLeftAlone) {
+  server->add_comment(2, 42, k_marker + "\nI copied your marker");
+  GithubPostResult result = post(failing());
+  EXPECT_TRUE(result.comment_created);
+  auto comments = server->comments(2);
+  ASSERT_EQ(comments.size(), 2U);
+  EXPECT_EQ(comments[0].body, k_marker + "\nI copied your marker");
+  EXPECT_EQ(comments[1].author_id, 1001);
+}
+
+TEST_F(GithubPostTest, CreateWhoseReplyIsLostIsNotDuplicated) {
+  server->drop_after_apply_next("POST /repos/octo/app/issues/2/comments");
+  GithubPostResult result = post(failing());
+  EXPECT_FALSE(result.comment_created) << "found on re-listing and updated; " << log.str();
+  EXPECT_EQ(server->comments(2).size(), 1U);
+  EXPECT_EQ(server->requests("POST /repos/octo/app/issues/2/comments"), 1);
+}
+
+TEST_F(GithubPostTest, ServerErrorOnCreateThenSuccessLeavesExactlyOneComment) {
+  server->fail_next("POST /repos/octo/app/issues/2/comments", 500, {}, R"({"message":"Server Error"})");
+  post(failing());
+  EXPECT_EQ(server->comments(2).size(), 1U);
+  EXPECT_EQ(server->requests("POST /repos/octo/app/issues/2/comments"), 2);
+  EXPECT_EQ(server->requests("GET /repos/octo/app/issues/2/comments"), 2);
+}
+
+TEST_F(GithubPostTest, RateLimitWithRetryAfterIsWaitedOut) {
+  server->fail_next("GET /repos/octo/app/issues/2/comments", 429, {{"Retry-After", "3"}},
+                    R"({"message":"API rate limit exceeded"})");
+  server->fail_next("PATCH", 503, {}, "{}", 2);
+  post(failing());
+  post(failing());
+  EXPECT_EQ(server->comments(2).size(), 1U);
+  EXPECT_EQ(clock.sleeps[0], milliseconds(3000)) << log.str();
+  EXPECT_EQ(server->requests("PATCH"), 3);
+}
+
+TEST_F(GithubPostTest, PersistentFailureIsBoundedAndNamesTheCall) {
+  server->fail_next("GET /repos/octo/app/issues/2/comments", 502, {}, "{}", 50);
+  try {
+    post(failing());
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("GitHub API: GET " + server->url() + "/repos/octo/app/issues/2/comments"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("gave up after 5 attempts"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server->requests("GET /repos/octo/app/issues/2/comments"), RetryPolicy{}.max_attempts);
+  EXPECT_TRUE(server->comments(2).empty());
+}
+
+TEST_F(GithubPostTest, MissingStatusesPermissionStopsWithThePermissionToAdd) {
+  server->fail_next("POST /repos/octo/app/statuses", 403, {}, R"({"message":"Resource not accessible by integration"})");
+  try {
+    post(failing());
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("add `permissions: statuses: write` to the posting job"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(server->requests("POST /repos/octo/app/statuses"), 1);
+}
+
+TEST_F(GithubPostTest, PersonalTokenFallsBackToTheStatusQuietly) {
+  server->refuse_check_runs();
+  GithubPostResult result = post(failing());
+  EXPECT_FALSE(result.check_run);
+  EXPECT_EQ(server->statuses().size(), 1U);
+  EXPECT_NE(log.str().find("no check run"), std::string::npos);
+}
+
+TEST_F(GithubPostTest, WrongTokenIsAnActionableErrorWithoutTheToken) {
+  target.token = "ghs_wrong";
+  redactor.add_secret("ghs_wrong");
+  HttplibTransport transport;
+  ApiConfig config{"GitHub", github_headers("ghs_wrong"), github_advice, RetryPolicy{}, &log, true};
+  ApiClient client(transport, clock, redactor, config);
+  GithubApi api(client, target.api_url, target.repo);
+  try {
+    post_github(failing(), target, settings, api, clock, config.retry, log);
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 401);
+    EXPECT_NE(std::string(e.what()).find("check that the token variable"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("ghs_wrong"), std::string::npos);
+  }
+}
+
+TEST_F(GithubPostTest, WorkflowRunFindsTheForkPullByHeadShaAndVerifiesIt) {
+  target.pr = 0;
+  target.verify_pull = true;
+  server->add_pull(6, "closed", k_sha, "octo/app");
+  server->add_pull(7, "open", k_sha, "octo/app");
+  GithubPostResult result = post(failing());
+  EXPECT_EQ(result.pr, 7);
+  EXPECT_EQ(server->comments(7).size(), 1U);
+  EXPECT_TRUE(server->comments(6).empty());
+}
+
+TEST_F(GithubPostTest, WorkflowRunRefusesAPullThatIsClosedOrMovedOn) {
+  target.verify_pull = true;
+  target.pr = 7;
+  server->add_pull(7, "open", std::string(40, 'f'), "octo/app");
+  try {
+    post(failing());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no open pull request into octo/app has head " + k_sha), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(server->comments(7).empty());
+  EXPECT_TRUE(server->statuses().empty());
+}
+
+TEST_F(GithubPostTest, WritesTheJobSummaryWhenAsked) {
+  std::string path = (std::filesystem::temp_directory_path() / "dg_step_summary.md").string();
+  write_file_atomic(path, "earlier step\n");
+  settings.step_summary_path = path;
+  post(failing());
+  std::string summary = read_file(path);
+  EXPECT_EQ(summary.rfind("earlier step\n### driftgate: FAIL", 0), 0U) << summary;
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace driftgate

@@ -1,0 +1,96 @@
+// Resolving where to post from real webhook payloads (shared/api/github/events).
+#include "ci/github_target.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "tests/ci/post_test_support.h"
+
+namespace driftgate {
+namespace {
+
+class GithubTargetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (test::shared_api_dir().empty()) {
+      GTEST_SKIP() << "shared/api not found at " << DRIFTGATE_SHARED_API;
+    }
+  }
+  nlohmann::json event(const std::string& name) {
+    return nlohmann::json::parse(read_file(test::shared_api_dir() + "/github/events/" + name));
+  }
+  std::map<std::string, std::string> env_for(const nlohmann::json& payload, const std::string& event_name) {
+    std::string path = (std::filesystem::temp_directory_path() / ("dg_event_" + event_name + ".json")).string();
+    write_file_atomic(path, payload.dump());
+    return {{"GITHUB_EVENT_PATH", path},     {"GITHUB_EVENT_NAME", event_name}, {"GITHUB_REPOSITORY", "Codertocat/Hello-World"},
+            {"GITHUB_TOKEN", "ghs_token1234"}, {"GITHUB_SERVER_URL", "https://github.com"}, {"GITHUB_RUN_ID", "77"},
+            {"GITHUB_SHA", std::string(40, '0')}};
+  }
+};
+
+TEST_F(GithubTargetTest, PullRequestUsesTheHeadShaNotTheMergeCommit) {
+  GithubTarget target = resolve_github_target(env_for(event("pull_request.opened.json"), "pull_request"), GithubFlags{});
+  EXPECT_EQ(target.pr, 2);
+  EXPECT_EQ(target.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+  EXPECT_EQ(target.api_url, "https://api.github.com");
+  EXPECT_FALSE(target.verify_pull);
+  EXPECT_EQ(target.run_url, "https://github.com/Codertocat/Hello-World/actions/runs/77");
+}
+
+TEST_F(GithubTargetTest, ForkPullRequestEventIsRefused) {
+  nlohmann::json payload = event("pull_request.synchronize.json");
+  payload["pull_request"]["head"]["repo"]["full_name"] = "mallory/Hello-World";
+  try {
+    resolve_github_target(env_for(payload, "pull_request_target"), GithubFlags{});
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("comes from the fork mallory/Hello-World; its pull_request_target workflow "
+                                         "must not post with a write token"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(GithubTargetTest, WorkflowRunOfAForkPullIsVerifiedThroughTheApi) {
+  nlohmann::json payload = event("workflow_run.completed.json");
+  payload["workflow_run"]["event"] = "pull_request";
+  GithubTarget target = resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{});
+  EXPECT_TRUE(target.verify_pull);
+  EXPECT_EQ(target.pr, 0) << "pull_requests is empty for forks";
+  EXPECT_EQ(target.head_sha, payload["workflow_run"]["head_sha"]);
+}
+
+TEST_F(GithubTargetTest, WorkflowRunOfANonPullRequestRunHasNothingToPostTo) {
+  // The stored payload is a workflow_dispatch run.
+  EXPECT_THROW(resolve_github_target(env_for(event("workflow_run.completed.json"), "workflow_run"), GithubFlags{}),
+               Error);
+}
+
+TEST_F(GithubTargetTest, FlagsOverrideAndBadValuesSayWhatToPass) {
+  GithubFlags flags;
+  flags.repo = "octo/app";
+  flags.pr = 5;
+  flags.api_url = "https://ghe.example.com/api/v3/";
+  GithubTarget target = resolve_github_target(env_for(event("pull_request.opened.json"), "pull_request"), flags);
+  EXPECT_EQ(target.repo, "octo/app");
+  EXPECT_EQ(target.pr, 5);
+  EXPECT_EQ(target.api_url, "https://ghe.example.com/api/v3");
+  flags.api_url = "http://ghe.example.com/api/v3";
+  EXPECT_THROW(resolve_github_target(env_for(event("pull_request.opened.json"), "pull_request"), flags), Error);
+  flags.api_url.reset();
+  flags.token_env = "NOPE";
+  try {
+    resolve_github_target(env_for(event("pull_request.opened.json"), "pull_request"), flags);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--token-env NOPE: the variable is unset or empty"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace driftgate

@@ -1,0 +1,33 @@
+#include "ci/markdown_escape.h"
+
+#include <gtest/gtest.h>
+
+namespace driftgate {
+namespace {
+
+TEST(MarkdownEscape, CodeSpanFenceOutgrowsBackticksAndKeepsOneLine) {
+  EXPECT_EQ(code_span("plain"), "`plain`");
+  EXPECT_EQ(code_span("a``b"), "```a``b```");
+  EXPECT_EQ(code_span("`x`"), "`` `x` ``");
+  EXPECT_EQ(code_span("a\nb|c"), "`a b\\|c`");
+}
+
+TEST(MarkdownEscape, TextCannotMentionLinkOrInjectHtml) {
+  std::string escaped = escape_text("@octo-org/team <img src=x onerror=alert(1)> [click](https://evil.example)");
+  EXPECT_EQ(escaped.find("@o"), std::string::npos) << escaped;
+  EXPECT_EQ(escaped.find('<'), std::string::npos) << escaped;
+  EXPECT_EQ(escaped.find("]("), std::string::npos) << escaped;
+  EXPECT_EQ(escaped.find("https://"), std::string::npos) << escaped;
+  EXPECT_EQ(escape_text("@bob"), std::string("@") + k_zero_width_joiner + "bob");
+  EXPECT_EQ(escape_text("a&b \"q\""), "a&amp;b &quot;q&quot;");
+}
+
+TEST(MarkdownEscape, TruncatesOnUtf8Boundaries) {
+  std::string text = "ab\xE2\x86\x92\xE2\x86\x92";  // ab→→ (8 bytes)
+  EXPECT_EQ(truncate_utf8(text, 8), text);
+  EXPECT_EQ(truncate_utf8(text, 7), "ab...");
+  EXPECT_EQ(utf8_length(text), 4U);
+}
+
+}  // namespace
+}  // namespace driftgate
