@@ -8,6 +8,8 @@
 #include <ctime>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <ostream>
 #include <string>
 
@@ -19,6 +21,7 @@
 #include "core/git_repo.h"
 #include "core/record.h"
 #include "core/suggest.h"
+#include "differ/baseline_accept.h"
 #include "differ/baseline_select.h"
 #include "differ/baseline_store.h"
 #include "differ/diff.h"
@@ -45,6 +48,7 @@ struct DiffRequest {
   std::string report_path;            // report.json to write ("" = none)
   std::string markdown_path;          // summary.md to write ("" = none)
   std::string junit_path;             // JUnit XML to write ("" = none)
+  std::string propose_path;           // proposed baseline on failure ("" = next to --report, or none)
   std::string policy_path;            // gate policy YAML ("" = the default policy)
   std::string today;                  // YYYY-MM-DD for allowlist expiry ("" = today, UTC)
   std::string format = "auto";        // stdout: auto (text on a terminal, else markdown), text, markdown
@@ -103,6 +107,9 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "report", po::value<std::string>(&request.report_path), "write report.json (machine-readable) to FILE")(
       "markdown", po::value<std::string>(&request.markdown_path), "also write the markdown summary to FILE")(
       "junit", po::value<std::string>(&request.junit_path), "write JUnit XML to FILE (one testcase per check)")(
+      "propose", po::value<std::string>(&request.propose_path),
+      "when the gate fails, write the baseline that accepting the gated checks would give to FILE (default: "
+      "proposed-baseline.jsonl next to --report)")(
       "policy", po::value<std::string>(&request.policy_path),
       "gate policy YAML: gated classes, per-experiment overrides, allowlist (default: regressed, crashed, missing)")(
       "today", po::value<std::string>(&request.today), "judge allowlist expiry as of DATE, YYYY-MM-DD (default: today, UTC)")(
@@ -152,6 +159,60 @@ GitRepo open_repo(const std::string& dir) {
   return std::move(*repo);
 }
 
+// Up to this many gated checks are named one by one in the refresh command;
+// beyond it, one glob per experiment keeps the command short.
+constexpr size_t k_max_named_checks = 20;
+
+// The globs that accept the gated checks of `report`.
+std::vector<std::string> refresh_globs(const Report& report) {
+  std::vector<std::string> ids;
+  std::set<std::string> experiments;
+  for (const auto& check : report.diff->checks) {
+    if (decide(report.policy, check).gated) {
+      ids.push_back(glob_escape(check.id));
+      experiments.insert(glob_escape(check.experiment) + "/*");
+    }
+  }
+  if (ids.size() <= k_max_named_checks) {
+    return ids;
+  }
+  return std::vector<std::string>(experiments.begin(), experiments.end());
+}
+
+// Fills the report's refresh command and writes the proposed baseline, for a failing diff.
+void propose_refresh(Report& report, const DiffRequest& request, const RunFile& run, const RunFile& baseline) {
+  if (report.verdict != Verdict::k_fail || report.env_mismatch) {
+    return;
+  }
+  std::vector<std::string> globs = refresh_globs(report);
+  std::string command = "driftgate baseline accept";
+  for (const auto& glob : globs) {
+    command += " " + shell_quote(glob);
+  }
+  command += " --reason 'WHY THE NEW VALUES ARE RIGHT' --run " + shell_quote(request.run_path);
+  if (request.store != "baselines") {
+    command += " --store " + shell_quote(request.store);
+  }
+  if (request.repo != ".") {
+    command += " --repo " + shell_quote(request.repo);
+  }
+  if (request.base) {
+    command += " --base " + shell_quote(*request.base);
+  }
+  report.refresh_command = command;
+  std::string path = request.propose_path;
+  if (path.empty() && !request.report_path.empty()) {
+    path = parent_directory(request.report_path) + "/proposed-baseline.jsonl";
+  }
+  if (path.empty()) {
+    return;
+  }
+  std::ostringstream content;
+  write_run(content, accept_checks(run, baseline, globs).baseline);
+  write_file_atomic(path, content.str());
+  report.proposed_baseline = path;
+}
+
 }  // namespace
 
 int cmd_diff(CommandContext& context) {
@@ -185,6 +246,9 @@ int cmd_diff(CommandContext& context) {
     diff = diff_runs(run, *selection.baseline, diff_options);
   }
   Report report = make_report(run, selection, diff, policy);
+  if (selection.found) {
+    propose_refresh(report, *request, run, *selection.baseline);
+  }
   std::string markdown = render_markdown(report, request->markdown_budget);
   if (!request->report_path.empty()) {
     write_file_atomic(request->report_path, render_json(report));

@@ -278,6 +278,27 @@ std::vector<std::string> GitRepo::first_parent_walk(const std::string& start, in
   }
 }
 
+std::optional<std::string> GitRepo::user_identity() const {
+  git_config* raw = nullptr;
+  if (git_repository_config_snapshot(&raw, m_repo) != 0) {
+    return std::nullopt;
+  }
+  std::unique_ptr<git_config, void (*)(git_config*)> config(raw, git_config_free);
+  auto value = [&](const char* name) -> std::string {
+    const char* text = nullptr;
+    return git_config_get_string(&text, config.get(), name) == 0 && text != nullptr ? text : "";
+  };
+  std::string name = value("user.name");
+  std::string email = value("user.email");
+  if (name.empty() && email.empty()) {
+    return std::nullopt;
+  }
+  if (email.empty()) {
+    return name;
+  }
+  return name.empty() ? "<" + email + ">" : name + " <" + email + ">";
+}
+
 bool GitRepo::is_shallow() const { return git_repository_is_shallow(m_repo) == 1; }
 
 std::string GitRepo::workdir() const {

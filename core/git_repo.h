@@ -43,6 +43,10 @@ class GitRepo {
   // Stops early at a shallow boundary or a root commit.
   std::vector<std::string> first_parent_walk(const std::string& start, int limit) const;
 
+  // "Name <email>" from git config (user.name, user.email; either alone when the
+  // other is unset), or nullopt when neither is configured: who accepted a baseline.
+  std::optional<std::string> user_identity() const;
+
   // True for a shallow clone (the CI default), whose history may end early.
   bool is_shallow() const;
 

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* k_lock_name = ".lock";
 constexpr const char* k_suffix = ".jsonl";
+constexpr const char* k_acceptance_suffix = ".accepted.jsonl";
 
 bool is_lower_hex(const std::string& text, size_t length) {
   if (text.size() != length) {
@@ -141,7 +142,9 @@ std::optional<RunFile> DirectoryStore::load(const std::string& env_key, const st
   return run;
 }
 
-std::string DirectoryStore::save(const RunFile& run) {
+std::string DirectoryStore::save(const RunFile& run) { return save_accepted(run, ""); }
+
+std::string DirectoryStore::save_accepted(const RunFile& run, const std::string& acceptance_line) {
   std::string env_key = run.header.environment.key();
   std::string path = path_of(env_key, run.header.commit.sha);
   std::ostringstream content;
@@ -153,7 +156,69 @@ std::string DirectoryStore::save(const RunFile& run) {
   }
   ExclusiveLock lock((fs::path(m_root) / k_lock_name).string());
   write_file_atomic(path, content.str());
+  if (!acceptance_line.empty()) {
+    std::string log_path = acceptance_path_of(env_key, run.header.commit.sha);
+    std::string log = fs::exists(log_path, ec) ? read_file(log_path) : "";
+    if (!log.empty() && log.back() != '\n') {
+      throw Error(log_path + ": the last line is truncated; fix or remove the line before accepting again");
+    }
+    write_file_atomic(log_path, log + acceptance_line + "\n");
+  }
   return env_key + "/" + run.header.commit.sha + k_suffix;
+}
+
+std::string DirectoryStore::acceptance_path_of(const std::string& env_key, const std::string& sha) const {
+  require_env_key(env_key);
+  require_commit_sha(sha);
+  return (fs::path(m_root) / env_key / (sha + k_acceptance_suffix)).string();
+}
+
+std::vector<std::pair<std::string, std::string>> DirectoryStore::acceptance_log(const std::string& env_key,
+                                                                                const std::string& sha) const {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::string path = acceptance_path_of(env_key, sha);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    return lines;
+  }
+  std::istringstream in(read_file(path));
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    lines.emplace_back(path + ":" + std::to_string(number), line);
+  }
+  return lines;
+}
+
+bool DirectoryStore::remove(const std::string& env_key, const std::string& sha) {
+  std::string path = path_of(env_key, sha);
+  std::string log_path = acceptance_path_of(env_key, sha);
+  ExclusiveLock lock((fs::path(m_root) / k_lock_name).string());
+  std::error_code ec;
+  bool removed = fs::remove(path, ec);
+  if (ec) {
+    throw Error(path + ": cannot remove the baseline (" + ec.message() + ")");
+  }
+  fs::remove(log_path, ec);
+  if (ec) {
+    throw Error(log_path + ": cannot remove the acceptance log (" + ec.message() + ")");
+  }
+  return removed;
+}
+
+std::vector<std::string> DirectoryStore::shas_newest_written_first(const std::string& env_key) const {
+  std::vector<std::pair<fs::file_time_type, std::string>> written;
+  for (const auto& sha : shas(env_key)) {
+    std::error_code ec;
+    written.emplace_back(fs::last_write_time(path_of(env_key, sha), ec), sha);
+  }
+  std::sort(written.begin(), written.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<std::string> order;
+  for (const auto& entry : written) {
+    order.push_back(entry.second);
+  }
+  return order;
 }
 
 std::vector<std::string> DirectoryStore::env_keys() const {

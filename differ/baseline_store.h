@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ class BaselineStore {
 
   // Every commit SHA with a baseline for `env_key`, sorted.
   virtual std::vector<std::string> shas(const std::string& env_key) const = 0;
+
+  // Stores `run` as save() does and appends `acceptance_line` (one JSON line, see
+  // baseline_accept.h) to the baseline's acceptance log, both under one lock.
+  virtual std::string save_accepted(const RunFile& run, const std::string& acceptance_line) = 0;
+
+  // The acceptance log of (env_key, sha), oldest first: (where, line) pairs, where
+  // is "<file>:<line>" for messages. Empty when nothing was ever accepted.
+  virtual std::vector<std::pair<std::string, std::string>> acceptance_log(const std::string& env_key,
+                                                                          const std::string& sha) const = 0;
+
+  // Deletes the baseline of (env_key, sha) and its acceptance log. Returns false when there was none.
+  virtual bool remove(const std::string& env_key, const std::string& sha) = 0;
 };
 
 // Validation of the two names a baseline is keyed by, so that nothing a run file
@@ -63,6 +76,16 @@ class DirectoryStore : public BaselineStore {
   std::string save(const RunFile& run) override;
   std::vector<std::string> env_keys() const override;
   std::vector<std::string> shas(const std::string& env_key) const override;
+  std::string save_accepted(const RunFile& run, const std::string& acceptance_line) override;
+  std::vector<std::pair<std::string, std::string>> acceptance_log(const std::string& env_key,
+                                                                  const std::string& sha) const override;
+  bool remove(const std::string& env_key, const std::string& sha) override;
+
+  // "<root>/<env-key>/<sha>.accepted.jsonl"
+  std::string acceptance_path_of(const std::string& env_key, const std::string& sha) const;
+  // The SHAs of `env_key` by the modification time of their files, newest first
+  // (ties by SHA): the order of writing when no git history is at hand.
+  std::vector<std::string> shas_newest_written_first(const std::string& env_key) const;
 
  private:
   std::string m_root;

@@ -238,5 +238,13 @@ TEST_F(GitRepoTest, MovedRepositoryKeepsWorking) {
   EXPECT_EQ(third.head_info().sha, sha);
 }
 
+TEST_F(GitRepoTest, UserIdentityComesFromTheRepositoryConfig) {
+  git("config user.name 'Ada Lovelace'");
+  git("config user.email ''");  // overrides any global identity of the machine running the test
+  EXPECT_EQ(open().user_identity(), std::optional<std::string>("Ada Lovelace"));
+  git("config user.email ada@example.invalid");
+  EXPECT_EQ(open().user_identity(), std::optional<std::string>("Ada Lovelace <ada@example.invalid>"));
+}
+
 }  // namespace
 }  // namespace driftgate

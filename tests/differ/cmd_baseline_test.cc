@@ -92,12 +92,12 @@ TEST(CmdBaseline, RefusesADirtyRunUnlessAllowed) {
 }
 
 TEST(CmdBaseline, MissingOrUnknownActionsListTheActions) {
-  EXPECT_EQ(error_of({}),
-            "driftgate baseline: missing action; actions: update (store a run as the baseline of its commit and "
-            "environment); see driftgate baseline --help");
+  const std::string actions =
+      "actions: update (store a run as the baseline of its commit and environment), accept (take a run's values for "
+      "selected checks), show, list, prune; see driftgate baseline --help";
+  EXPECT_EQ(error_of({}), "driftgate baseline: missing action; " + actions);
   EXPECT_EQ(error_of({"updte", "run.jsonl"}),
-            "driftgate baseline: unknown action 'updte'; did you mean 'update'?; actions: update (store a run as the "
-            "baseline of its commit and environment); see driftgate baseline --help");
+            "driftgate baseline: unknown action 'updte'; did you mean 'update'?; " + actions);
   EXPECT_EQ(error_of({"update"}),
             "driftgate baseline update: missing RUN.jsonl; usage: driftgate baseline update RUN.jsonl [--store DIR] "
             "[--allow-dirty]");
@@ -112,7 +112,8 @@ TEST(CmdBaseline, HelpHasUsageAndAnExample) {
   Invocation result = baseline({"--help"});
   EXPECT_EQ(result.code, 0);
   EXPECT_NE(result.out.find("Usage: driftgate baseline update RUN.jsonl"), std::string::npos);
-  EXPECT_NE(result.out.find("Example:\n  driftgate baseline update run.jsonl"), std::string::npos);
+  EXPECT_NE(result.out.find("Example:\n  driftgate baseline accept 'resnet18/*/cpu_fp32~cpu_bf16/*'"),
+            std::string::npos);
   EXPECT_NE(result.out.find("Exit codes:"), std::string::npos);
 }
 

@@ -1,0 +1,187 @@
+// Baseline refresh: accept (per check, logged), show, list, prune, and the refresh
+// command and proposed baseline a failing diff gives.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/command.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "differ/baseline_accept.h"
+#include "differ/baseline_store.h"
+#include "tests/differ/test_support.h"
+
+namespace driftgate {
+namespace {
+
+using test::make_check;
+using test::make_environment;
+using test::make_run;
+using test::TempDir;
+using test::TestRepo;
+using S = CheckStatus;
+
+struct Invocation {
+  int code = -1;
+  std::string out;
+};
+
+std::string id_of(const std::string& input) { return make_check_id("exp", input, "cpu_fp32", "onednn_off", "out"); }
+
+// main: c1 (baseline: a, b pass; gone pass) - c2 (the run: a fails, b fails, gone absent, new passes)
+class RefreshTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo.git("config user.name 'Ada Lovelace'");
+    repo.git("config user.email ada@example.invalid");
+    c1 = repo.commit("c1");
+    c2 = repo.commit("c2");
+    DirectoryStore(store).save(make_run(c1, make_environment(),
+                                        {make_check("a", S::k_pass, 1e-7), make_check("b", S::k_pass, 1e-7),
+                                         make_check("gone", S::k_pass, 1e-7)}));
+    std::ostringstream content;
+    write_run(content, make_run(c2, make_environment(),
+                                {make_check("a", S::k_fail_numeric, 0.5), make_check("b", S::k_fail_numeric, 0.25),
+                                 make_check("new", S::k_pass, 1e-7)}));
+    write_file_atomic(run_path, content.str());
+  }
+
+  Invocation command(int (*function)(CommandContext&), std::vector<std::string> args,
+                     std::map<std::string, std::string> env = {{"SOURCE_DATE_EPOCH", "1767225600"}}) {
+    std::ostringstream out;
+    std::ostringstream err;
+    args.insert(args.end(), {"--store", store, "--repo", repo.dir()});
+    CommandContext context{args, std::move(env), out, err};
+    Invocation result;
+    result.code = function(context);
+    result.out = out.str();
+    return result;
+  }
+
+  std::string error_of(int (*function)(CommandContext&), std::vector<std::string> args) {
+    try {
+      command(function, std::move(args));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+
+  TempDir dir;
+  TestRepo repo{dir / "repo"};
+  std::string store = dir / "baselines";
+  std::string run_path = dir / "run.jsonl";
+  std::string key = make_environment().key();
+  std::string c1, c2;
+};
+
+TEST_F(RefreshTest, AcceptTakesOnlySelectedChecksAndLogsWhoWhenWhy) {
+  Invocation result = command(cmd_baseline, {"accept", "exp/a/*", "exp/gone/*", "--reason", "new kernels", "--run",
+                                             run_path});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_EQ(result.out, "accepted 1 checks and removed 1 into baseline " + key + "/" + c2 + ".jsonl (from baseline " +
+                            c1.substr(0, 7) + "); logged in " + store + "/" + key + "/" + c2 + ".accepted.jsonl\n");
+  RunFile stored = *DirectoryStore(store).load(key, c2);
+  ASSERT_EQ(stored.checks.size(), 2u);
+  EXPECT_EQ(stored.checks[0].id, id_of("a"));
+  EXPECT_EQ(stored.checks[0].status, S::k_fail_numeric);  // the run's value
+  EXPECT_EQ(stored.checks[1].id, id_of("b"));
+  EXPECT_EQ(stored.checks[1].status, S::k_pass);  // not selected: the old baseline's value
+  EXPECT_EQ(read_file(store + "/" + key + "/" + c2 + ".accepted.jsonl"),
+            "{\"when\":\"2026-01-01T00:00:00Z\",\"who\":\"Ada Lovelace <ada@example.invalid>\",\"reason\":\"new "
+            "kernels\",\"globs\":[\"exp/a/*\",\"exp/gone/*\"],\"run_sha\":\"" +
+                c2 + "\",\"from_sha\":\"" + c1 + "\",\"accepted\":[\"" + id_of("a") + "\"],\"removed\":[\"" +
+                id_of("gone") + "\"]}\n");
+
+  // A second acceptance starts from c2's own baseline and appends to the log.
+  EXPECT_EQ(command(cmd_baseline, {"accept", id_of("b"), "--reason", "also b", "--run", run_path}).code, 0);
+  EXPECT_EQ(DirectoryStore(store).load(key, c2)->checks[1].status, S::k_fail_numeric);
+  EXPECT_EQ(DirectoryStore(store).acceptance_log(key, c2).size(), 2u);
+
+  Invocation shown = command(cmd_baseline, {"show", c2});
+  EXPECT_NE(shown.out.find("checks 2: fail_numeric 2\n"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("accepted 2026-01-01T00:00:00Z by Ada Lovelace <ada@example.invalid>: new kernels (1 "
+                           "checks exp/a/* exp/gone/*; from " +
+                           c2.substr(0, 7) + " onto " + c1.substr(0, 7) + ")\n"),
+            std::string::npos)
+      << shown.out;
+  EXPECT_EQ(command(cmd_baseline, {"show"}).out, shown.out);  // HEAD is c2
+  Invocation listed = command(cmd_baseline, {"list"});
+  EXPECT_EQ(listed.out, key + ": 2 baselines\n  " + std::min(c1, c2) + (c1 < c2 ? "" : " (2 accepted)") + "\n  " +
+                            std::max(c1, c2) + (c1 < c2 ? " (2 accepted)" : "") + "\n");
+}
+
+TEST_F(RefreshTest, AcceptRefusesWithoutReasonOrMatchAndWritesNothing) {
+  EXPECT_EQ(error_of(cmd_baseline, {"accept", "exp/a/*", "--run", run_path}),
+            "driftgate baseline accept: missing --reason (why the new values are right; it is logged beside the "
+            "baseline); usage: driftgate baseline accept CHECK-GLOB... --reason TEXT [--run RUN.jsonl]");
+  EXPECT_EQ(error_of(cmd_baseline, {"accept", "exp/zzz/*", "--reason", "r", "--run", run_path}).substr(0, 48),
+            "driftgate baseline accept: no check of " + run_path.substr(0, 9));
+  EXPECT_FALSE(DirectoryStore(store).contains(key, c2));
+  EXPECT_EQ(std::filesystem::exists(store + "/" + key + "/" + c2 + ".accepted.jsonl"), false);
+}
+
+TEST_F(RefreshTest, AFailingDiffPrintsTheRefreshCommandAndProposesTheBaseline) {
+  Invocation diff = command(cmd_diff, {run_path, "--report", dir / "out/report.json", "--format", "markdown"});
+  EXPECT_EQ(diff.code, 1);
+  std::string command_line = "driftgate baseline accept 'exp/a/cpu_fp32~onednn_off/out' "
+                             "'exp/b/cpu_fp32~onednn_off/out' 'exp/gone/cpu_fp32~onednn_off/out' --reason 'WHY THE "
+                             "NEW VALUES ARE RIGHT' --run " +
+                             run_path + " --store " + store + " --repo " + repo.dir();
+  EXPECT_NE(diff.out.find("`" + command_line + "`"), std::string::npos) << diff.out;
+  nlohmann::json report = nlohmann::json::parse(read_file(dir / "out/report.json"));
+  EXPECT_EQ(report["refresh"]["command"], command_line);
+  EXPECT_EQ(report["refresh"]["proposed_baseline"], dir / "out/proposed-baseline.jsonl");
+  RunFile proposed = read_run_file(dir / "out/proposed-baseline.jsonl");
+  EXPECT_EQ(proposed.header.commit.sha, c2);
+  ASSERT_EQ(proposed.checks.size(), 2u);  // a and b from the run; gone removed; new not gated, not taken
+  EXPECT_EQ(proposed.checks[0].status, S::k_fail_numeric);
+
+  // Running the printed command gives exactly the proposed baseline, and the diff then passes.
+  EXPECT_EQ(command(cmd_baseline, {"accept", id_of("a"), id_of("b"), id_of("gone"), "--reason", "ok", "--run",
+                                   run_path})
+                .code,
+            0);
+  EXPECT_EQ(read_file(store + "/" + key + "/" + c2 + ".jsonl"), read_file(dir / "out/proposed-baseline.jsonl"));
+  EXPECT_EQ(command(cmd_diff, {run_path}).code, 0);
+}
+
+TEST_F(RefreshTest, PruneKeepsTheNewestByFirstParentOrder) {
+  std::string c3 = repo.commit("c3");
+  std::string c4 = repo.commit("c4");
+  for (const auto& sha : {c2, c3, c4}) {
+    DirectoryStore(store).save(make_run(sha, make_environment(), {make_check("a", S::k_pass, 1e-7)}));
+  }
+  DirectoryStore(store).save(make_run(c1, make_environment("2"), {make_check("a", S::k_pass, 1e-7)}));
+  repo.git("checkout -q -b side " + c1);
+  std::string side = repo.commit("side");
+  repo.git("checkout -q main");
+  DirectoryStore(store).save(make_run(side, make_environment(), {make_check("a", S::k_pass, 1e-7)}));
+  Invocation dry = command(cmd_baseline, {"prune", "--keep", "2", "--dry-run"});
+  EXPECT_EQ(dry.out, "kept " + key + "/" + side + " (not on HEAD's first-parent history; prune from its branch)\n" +
+                         "would remove " + key + "/" + c2 + ".jsonl\nwould remove " + key + "/" + c1 +
+                         ".jsonl\nwould remove 2 baselines, kept at most 2 per environment key\n");
+  EXPECT_TRUE(DirectoryStore(store).contains(key, c1));
+  EXPECT_EQ(command(cmd_baseline, {"prune", "--keep", "2"}).code, 0);
+  EXPECT_EQ(DirectoryStore(store).shas(key).size(), 3u);
+  EXPECT_FALSE(DirectoryStore(store).contains(key, c1));
+  EXPECT_TRUE(DirectoryStore(store).contains(key, c4));
+  EXPECT_TRUE(DirectoryStore(store).contains(make_environment("2").key(), c1));  // per environment key
+  EXPECT_NE(error_of(cmd_baseline, {"prune"}).find("--keep N must be given and at least 1"), std::string::npos);
+}
+
+TEST(BaselineAccept, GlobsAndShellWordsAreExact) {
+  EXPECT_EQ(glob_escape("exp/a*b?[c]\\d"), "exp/a\\*b\\?\\[c\\]\\\\d");
+  EXPECT_TRUE(matches_any("exp/a*b?[c]\\d", {glob_escape("exp/a*b?[c]\\d")}));
+  EXPECT_FALSE(matches_any("exp/aXb?[c]\\d", {glob_escape("exp/a*b?[c]\\d")}));
+  EXPECT_TRUE(matches_any("exp/in/x~y/out", {"exp/*"}));
+  EXPECT_EQ(shell_quote("plain/path.jsonl"), "plain/path.jsonl");
+  EXPECT_EQ(shell_quote("it's $HOME"), "'it'\\''s $HOME'");
+  EXPECT_EQ(shell_quote("~x"), "'~x'");
+  EXPECT_THROW(parse_acceptance("{\"when\":1}", "log:1"), Error);
+}
+
+}  // namespace
+}  // namespace driftgate
