@@ -36,5 +36,6 @@ int cmd_baseline(CommandContext& context);
 int cmd_env(CommandContext& context);
 int cmd_post(CommandContext& context);
 int cmd_sweep(CommandContext& context);
+int cmd_trend(CommandContext& context);
 
 }  // namespace driftgate

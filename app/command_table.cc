@@ -10,6 +10,7 @@ const std::vector<Command>& command_table() {
       {"post", "post a report on the PR/MR: sticky comment, commit status (github|gitlab)", cmd_post},
       {"sweep", "pass rates per target backend at several tolerances, from one run file", cmd_sweep},
       {"env", "print the tool version, the environment and its key", cmd_env},
+      {"trend", "draw the per-commit history of a branch's baselines as HTML (and markdown)", cmd_trend},
   };
   return table;
 }

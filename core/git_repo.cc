@@ -299,6 +299,26 @@ std::optional<std::string> GitRepo::user_identity() const {
   return name.empty() ? "<" + email + ">" : name + " <" + email + ">";
 }
 
+CommitDetails GitRepo::commit_details(const std::string& sha) const {
+  git_oid oid;
+  std::string full = is_full_sha(sha) ? sha : resolve(sha);
+  git_commit* raw = nullptr;
+  if (git_oid_fromstr(&oid, full.c_str()) != 0 || git_commit_lookup(&raw, m_repo, &oid) != 0) {
+    throw Error("cannot read commit " + sha + " in " + workdir() + ": " + last_git_error() +
+                "; fetch more history (git fetch --unshallow) or pass a commit of this repository");
+  }
+  CommitPtr commit(raw);
+  CommitDetails details;
+  details.sha = oid_hex(git_commit_id(commit.get()));
+  const char* summary = git_commit_summary(commit.get());
+  details.subject = summary != nullptr ? summary : "";
+  const git_signature* author = git_commit_author(commit.get());
+  details.author = author != nullptr && author->name != nullptr ? author->name : "";
+  details.time = static_cast<int64_t>(git_commit_time(commit.get()));
+  details.offset_minutes = git_commit_time_offset(commit.get());
+  return details;
+}
+
 bool GitRepo::is_shallow() const { return git_repository_is_shallow(m_repo) == 1; }
 
 std::string GitRepo::workdir() const {

@@ -5,6 +5,7 @@
 // merge base of HEAD and the target branch along first parents.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,15 @@
 struct git_repository;
 
 namespace driftgate {
+
+// Who made a commit, when, and its subject line: what trend reports show beside a SHA.
+struct CommitDetails {
+  std::string sha;
+  std::string subject;     // first line of the message
+  std::string author;      // author name
+  int64_t time = 0;        // committer time, seconds since the epoch
+  int offset_minutes = 0;  // the committer's UTC offset
+};
 
 class GitRepo {
  public:
@@ -46,6 +56,10 @@ class GitRepo {
   // "Name <email>" from git config (user.name, user.email; either alone when the
   // other is unset), or nullopt when neither is configured: who accepted a baseline.
   std::optional<std::string> user_identity() const;
+
+  // Subject, author and date of the commit `sha` (a full SHA or any revision).
+  // Throws driftgate::Error naming the commit when it is not in the repository.
+  CommitDetails commit_details(const std::string& sha) const;
 
   // True for a shallow clone (the CI default), whose history may end early.
   bool is_shallow() const;

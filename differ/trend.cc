@@ -1,0 +1,276 @@
+#include "differ/trend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "core/error.h"
+
+namespace driftgate {
+
+namespace {
+
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+// Accumulates one environment's baselines, one at a time, oldest first.
+class EnvBuilder {
+ public:
+  EnvBuilder(std::string env_key, size_t sweep_points) : m_sweep_points(sweep_points) {
+    m_series.env_key = std::move(env_key);
+  }
+
+  void add(size_t commit, const RunFile& run) {
+    size_t point = m_series.points.size();
+    m_series.environment = run.header.environment;
+    TrendPoint trend_point;
+    trend_point.commit = commit;
+    std::map<std::string, BackendRate> rates;
+    for (const auto& check : run.checks) {
+      BackendRate& rate = rates[check.target];
+      if (check.status != CheckStatus::k_skipped) {
+        ++rate.counted;
+      }
+      if (check.status == CheckStatus::k_pass) {
+        ++rate.passed;
+      }
+      CheckSeries& series = series_of(check);
+      series.max_abs.resize(point, k_nan);
+      series.max_abs.push_back(check.stats ? check.stats->max_abs : k_nan);
+    }
+    for (auto& [backend, rate] : rates) {
+      m_backend_rates[backend].resize(point);
+      m_backend_rates[backend].push_back(rate);
+    }
+    m_series.points.push_back(std::move(trend_point));
+    set_sweep(run);
+  }
+
+  EnvSeries finish() {
+    size_t points = m_series.points.size();
+    for (auto& [backend, rates] : m_backend_rates) {
+      m_series.backends.push_back(backend);
+      rates.resize(points);
+    }
+    for (size_t p = 0; p < points; ++p) {
+      for (const auto& [backend, rates] : m_backend_rates) {
+        m_series.points[p].rates.push_back(rates[p]);
+      }
+    }
+    for (auto& [id, series] : m_checks) {
+      series.max_abs.resize(points, k_nan);
+      m_series.checks.push_back(std::move(series));
+    }
+    return std::move(m_series);
+  }
+
+ private:
+  CheckSeries& series_of(const CheckRecord& check) {
+    auto it = m_checks.find(check.id);
+    if (it == m_checks.end()) {
+      it = m_checks.emplace(check.id, CheckSeries{check.id, check.target, {}}).first;
+    }
+    return it->second;
+  }
+
+  // Only the newest baseline's sweep is kept; each call replaces the last.
+  void set_sweep(const RunFile& run) {
+    std::map<std::string, std::vector<double>> thresholds;
+    std::map<double, int> atol_counts;
+    for (const auto& check : run.checks) {
+      if (check.status == CheckStatus::k_skipped) {
+        continue;
+      }
+      bool numeric = check.status == CheckStatus::k_pass || check.status == CheckStatus::k_fail_numeric;
+      bool usable = numeric && check.stats && std::isfinite(check.stats->min_atol);
+      thresholds[check.target].push_back(usable ? check.stats->min_atol : INFINITY);
+      ++atol_counts[check.tolerance.atol];
+    }
+    m_series.sweep.clear();
+    for (auto& [backend, values] : thresholds) {
+      m_series.sweep.push_back(make_sweep_curve(backend, std::move(values), m_sweep_points));
+    }
+    int best = 0;
+    for (const auto& [atol, count] : atol_counts) {
+      if (count > best) {
+        best = count;
+        m_series.configured_atol = atol;
+      }
+    }
+  }
+
+  size_t m_sweep_points;
+  EnvSeries m_series;
+  std::map<std::string, CheckSeries> m_checks;
+  std::map<std::string, std::vector<BackendRate>> m_backend_rates;
+};
+
+// The environment among `candidates` that differs from `after` in the fewest keyed fields.
+const Environment* closest(const std::vector<const Environment*>& candidates, const Environment& after) {
+  const Environment* best = nullptr;
+  size_t best_changes = std::numeric_limits<size_t>::max();
+  for (const Environment* candidate : candidates) {
+    size_t changes = diff_environments(*candidate, after).size();
+    if (changes < best_changes) {
+      best_changes = changes;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+// Markers where the set of environment keys differs from that of the previous commit
+// with baselines: each new key is described against the most similar old one.
+void add_markers(size_t commit, const std::map<std::string, Environment>& current,
+                 const std::map<std::string, Environment>& previous, std::vector<EnvironmentMarker>& markers) {
+  if (previous.empty()) {
+    return;
+  }
+  std::vector<const Environment*> gone;
+  std::vector<const Environment*> all_previous;
+  for (const auto& [key, environment] : previous) {
+    all_previous.push_back(&environment);
+    if (current.count(key) == 0) {
+      gone.push_back(&environment);
+    }
+  }
+  for (const auto& [key, environment] : current) {
+    if (previous.count(key) != 0) {
+      continue;
+    }
+    const Environment* before = closest(gone.empty() ? all_previous : gone, environment);
+    markers.push_back({commit, before->key(), key, describe_changes(diff_environments(*before, environment))});
+  }
+}
+
+void find_steps(const EnvSeries& env, const TrendOptions& options, std::vector<StepChange>& steps) {
+  for (const auto& check : env.checks) {
+    std::vector<double> levels;
+    std::vector<size_t> points;
+    for (size_t p = 0; p < check.max_abs.size(); ++p) {
+      if (std::isnan(check.max_abs[p])) {
+        continue;
+      }
+      levels.push_back(std::log10(std::max(check.max_abs[p], options.error_floor)));
+      points.push_back(p);
+    }
+    for (const auto& change : find_change_points(levels, options.change_points)) {
+      steps.push_back({env.env_key, check.id, env.points[points[change.index - 1]].commit,
+                       env.points[points[change.index]].commit, std::pow(10.0, change.before_level),
+                       std::pow(10.0, change.after_level)});
+    }
+  }
+}
+
+}  // namespace
+
+double pass_fraction(const BackendRate& rate) {
+  if (rate.counted == 0) {
+    return k_nan;
+  }
+  return static_cast<double>(rate.passed) / static_cast<double>(rate.counted);
+}
+
+SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points) {
+  SweepCurve curve;
+  curve.backend = backend;
+  std::sort(thresholds.begin(), thresholds.end());
+  double smallest = INFINITY;
+  double largest = 0.0;
+  for (double value : thresholds) {
+    if (value > 0.0 && std::isfinite(value)) {
+      smallest = std::min(smallest, value);
+      largest = std::max(largest, value);
+    }
+  }
+  // One decade of margin on each side; 1e-8..1e-1 when no check has a positive finite threshold.
+  double low = std::isfinite(smallest) ? std::floor(std::log10(smallest)) - 1.0 : -8.0;
+  double high = std::isfinite(smallest) ? std::ceil(std::log10(largest)) + 1.0 : -1.0;
+  points = std::max<size_t>(points, 2);
+  for (size_t i = 0; i < points; ++i) {
+    double atol = std::pow(10.0, low + (high - low) * static_cast<double>(i) / static_cast<double>(points - 1));
+    auto passed = std::upper_bound(thresholds.begin(), thresholds.end(), atol) - thresholds.begin();
+    curve.atol.push_back(atol);
+    curve.pass_rate.push_back(
+        thresholds.empty() ? k_nan : static_cast<double>(passed) / static_cast<double>(thresholds.size()));
+  }
+  return curve;
+}
+
+std::string format_commit_date(const CommitDetails& commit) {
+  std::time_t local = static_cast<std::time_t>(commit.time + int64_t{60} * commit.offset_minutes);
+  std::tm parts{};
+  gmtime_r(&local, &parts);
+  char buffer[64];
+  int offset = std::abs(commit.offset_minutes);
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02d %02d:%02d %c%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1,
+                parts.tm_mday, parts.tm_hour, parts.tm_min, commit.offset_minutes < 0 ? '-' : '+', offset / 60,
+                offset % 60);
+  return buffer;
+}
+
+TrendData build_trend(const std::string& branch, std::vector<CommitDetails> commits, const BaselineStore& store,
+                      const TrendOptions& options) {
+  TrendData trend;
+  trend.branch = branch;
+  std::reverse(commits.begin(), commits.end());
+  trend.commits = std::move(commits);
+  std::vector<std::string> keys = store.env_keys();
+  if (options.env_key) {
+    if (std::find(keys.begin(), keys.end(), *options.env_key) == keys.end()) {
+      std::string known;
+      for (const auto& key : keys) {
+        known += (known.empty() ? "" : ", ") + key;
+      }
+      throw Error("--env " + *options.env_key + ": the store has no baselines for this environment key (it has: " +
+                  (known.empty() ? "none" : known) + "); run driftgate env on the machine to see its key");
+    }
+    keys = {*options.env_key};
+  }
+  std::map<std::string, std::set<std::string>> shas;
+  std::map<std::string, EnvBuilder> builders;
+  for (const auto& key : keys) {
+    std::vector<std::string> list = store.shas(key);
+    shas[key] = std::set<std::string>(list.begin(), list.end());
+  }
+  std::map<std::string, Environment> previous;
+  for (size_t c = 0; c < trend.commits.size(); ++c) {
+    std::map<std::string, Environment> current;
+    for (const auto& key : keys) {
+      if (shas[key].count(trend.commits[c].sha) == 0) {
+        continue;
+      }
+      std::optional<RunFile> run = store.load(key, trend.commits[c].sha);
+      if (!run) {
+        continue;
+      }
+      auto it = builders.try_emplace(key, key, options.sweep_points).first;
+      it->second.add(c, *run);
+      current[key] = run->header.environment;
+      ++trend.baselines;
+    }
+    if (!current.empty()) {
+      add_markers(c, current, previous, trend.markers);
+      previous = std::move(current);
+    }
+  }
+  for (auto& [key, builder] : builders) {
+    trend.envs.push_back(builder.finish());
+  }
+  for (const auto& env : trend.envs) {
+    find_steps(env, options, trend.steps);
+  }
+  std::stable_sort(trend.steps.begin(), trend.steps.end(), [](const StepChange& a, const StepChange& b) {
+    if (a.first_after != b.first_after) {
+      return a.first_after < b.first_after;
+    }
+    return std::fabs(std::log10(a.after / a.before)) > std::fabs(std::log10(b.after / b.before));
+  });
+  return trend;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,129 @@
+// The per-commit history of a branch's baselines: what `driftgate trend` draws.
+//
+// A trend answers three questions a gate's single diff cannot: 1) when did a
+// check's error move (a step change, listed with the commit range it happened in);
+// 2) did the environment change there (a LibTorch, oneDNN or BLAS upgrade is a
+// common cause of drift); 3) how would the pass rate move with another tolerance
+// (the sweep, computed offline from each check's recorded min_atol). build_trend
+// gathers all of it from a BaselineStore along a list of commits; the renderers
+// (trend_html.h, trend_markdown.h) only format it. Memory grows with
+// commits x checks (one double per check per baseline), reading one baseline at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/environment.h"
+#include "core/git_repo.h"
+#include "differ/baseline_store.h"
+#include "differ/changepoint.h"
+
+namespace driftgate {
+
+// Checks of one backend in one baseline: passed, and all but skipped ones.
+struct BackendRate {
+  int64_t passed = 0;
+  int64_t counted = 0;
+};
+
+// One baseline of one environment.
+struct TrendPoint {
+  size_t commit = 0;               // index into TrendData::commits
+  std::vector<BackendRate> rates;  // by EnvSeries::backends index
+};
+
+// One check's max_abs over the baselines of its environment.
+struct CheckSeries {
+  std::string id;
+  std::string target;           // the target backend
+  std::vector<double> max_abs;  // by EnvSeries::points index; NaN where absent or without statistics
+};
+
+// Pass rate versus atol at each check's configured rtol (the paper's Figure 3).
+struct SweepCurve {
+  std::string backend;
+  std::vector<double> atol;       // increasing, log-spaced
+  std::vector<double> pass_rate;  // 0..1, same length
+};
+
+// A check whose error level moved between two baselines of the same environment.
+struct StepChange {
+  std::string env_key;
+  std::string check_id;
+  size_t last_before = 0;  // commit index of the last baseline at the old level
+  size_t first_after = 0;  // commit index of the first baseline at the new level
+  double before = 0.0;     // median max_abs over the old segment
+  double after = 0.0;      // and over the new one
+};
+
+// Consecutive baselines (in commit order) whose keyed environments differ.
+struct EnvironmentMarker {
+  size_t commit = 0;  // the first commit in the new environment
+  std::string from_key;
+  std::string to_key;
+  std::string description;  // "onednn 2.6.3 -> 3.1"
+};
+
+// Tier-2 per-layer errors of one check on one commit. Records carry no per-layer
+// profile yet (core/record.h has no `layers` field): build_trend leaves
+// TrendData::layers empty and the renderers say so; they draw these once it fills.
+struct LayerError {
+  std::string layer;
+  double max_abs = 0.0;
+};
+struct LayerProfile {
+  std::string env_key;
+  std::string check_id;
+  size_t commit = 0;
+  std::vector<LayerError> layers;  // in network order
+};
+
+// Everything about one environment key along the branch.
+struct EnvSeries {
+  std::string env_key;
+  Environment environment;            // of its newest baseline
+  std::vector<std::string> backends;  // target backend names, sorted
+  std::vector<TrendPoint> points;     // oldest first
+  std::vector<CheckSeries> checks;    // sorted by id
+  std::vector<SweepCurve> sweep;      // from the newest baseline
+  double configured_atol = 0.0;       // the most common check atol in the newest baseline
+};
+
+struct TrendData {
+  std::string branch;                  // as the user named it
+  std::vector<CommitDetails> commits;  // first-parent history, oldest first
+  std::vector<EnvSeries> envs;         // by env key; only keys with a baseline on these commits
+  std::vector<EnvironmentMarker> markers;
+  std::vector<StepChange> steps;  // by commit, then by size of the step (largest first)
+  std::vector<LayerProfile> layers;
+  size_t baselines = 0;  // baselines read
+};
+
+struct TrendOptions {
+  std::optional<std::string> env_key;  // only this environment
+  ChangePointOptions change_points;    // on log10(max_abs); min_effect in decades
+  double error_floor = 1e-12;          // max_abs below this (0 included) counts as this, for the log scale
+  size_t sweep_points = 41;            // atol values in each sweep curve
+};
+
+// Reads the baselines of `commits` (newest first, as GitRepo::first_parent_walk gives them)
+// from `store` and derives pass rates, error series, environment markers, step changes
+// and sweep curves. Throws driftgate::Error when options.env_key is not in the store or a
+// baseline is corrupt.
+TrendData build_trend(const std::string& branch, std::vector<CommitDetails> commits, const BaselineStore& store,
+                      const TrendOptions& options);
+
+// The sweep of one backend's checks: thresholds are min_atol for numerically compared
+// checks and +inf for ones that can never pass by tolerance (crash, shape, ...).
+SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points);
+
+// "2026-11-29 23:53 +0100" in the commit's own offset.
+std::string format_commit_date(const CommitDetails& commit);
+
+// Pass rate 0..1 of a rate, or NaN when nothing was counted.
+double pass_fraction(const BackendRate& rate);
+
+}  // namespace driftgate

@@ -1,0 +1,270 @@
+#include "differ/trend_html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "differ/html_escape.h"
+#include "differ/svg_chart.h"
+#include "differ/trend_html_sections.h"
+
+namespace driftgate {
+
+namespace {
+
+constexpr size_t k_max_x_ticks = 12;
+
+const char* const k_style = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1140px;color:#1f2328;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+p.note{color:#57606a;margin:4px 0 8px}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}tr:hover td{background:#fff8c5}
+svg.chart{display:block;margin:6px 0;font:11px system-ui,sans-serif}svg .grid{stroke:#eaeef2}svg .frame{fill:none;stroke:#8c959f}
+svg .tick{stroke:#8c959f}svg .title{font-size:13px;font-weight:600}svg .label{fill:#57606a}
+svg circle:hover{r:5;stroke:#000}svg .series:hover path{stroke-width:3}
+.up{color:#cf222e;font-weight:600}.down{color:#1a7f37;font-weight:600}
+)";
+
+// Up to k_max_x_ticks commit labels spread over the axis, the newest always included.
+std::vector<std::pair<double, std::string>> commit_ticks(const TrendData& trend) {
+  std::vector<std::pair<double, std::string>> ticks;
+  size_t count = trend.commits.size();
+  if (count == 0) {
+    return ticks;
+  }
+  size_t stride = (count + k_max_x_ticks - 1) / k_max_x_ticks;
+  for (size_t c = (count - 1) % stride; c < count; c += stride) {
+    ticks.emplace_back(static_cast<double>(c), short_sha(trend.commits[c].sha));
+  }
+  return ticks;
+}
+
+std::vector<ChartMarker> environment_markers(const TrendData& trend) {
+  std::vector<ChartMarker> markers;
+  for (const auto& marker : trend.markers) {
+    ChartMarker chart_marker;
+    chart_marker.x = static_cast<double>(marker.commit) - 0.5;
+    chart_marker.label = marker.description;
+    chart_marker.title = "environment " + marker.from_key + " -> " + marker.to_key + " at " +
+                         short_sha(trend.commits[marker.commit].sha) + ": " + marker.description;
+    markers.push_back(chart_marker);
+  }
+  return markers;
+}
+
+LineChart time_chart(const TrendData& trend, std::string title, std::string y_label) {
+  LineChart chart;
+  chart.title = std::move(title);
+  chart.x_label = "commit on " + trend.branch + " (first parent, oldest left)";
+  chart.y_label = std::move(y_label);
+  chart.x_ticks = commit_ticks(trend);
+  chart.markers = environment_markers(trend);
+  return chart;
+}
+
+std::string series_label(const TrendData& trend, const std::string& name, const std::string& env_key) {
+  return trend.envs.size() > 1 ? name + " [" + env_key.substr(0, 8) + "]" : name;
+}
+
+std::string pass_rate_chart(const TrendData& trend) {
+  LineChart chart = time_chart(trend, "Pass rate per target backend", "pass rate");
+  chart.auto_y = false;
+  chart.y_min = 0.0;
+  chart.y_max = 1.0;
+  chart.percent_y = true;
+  for (const auto& env : trend.envs) {
+    for (size_t b = 0; b < env.backends.size(); ++b) {
+      ChartSeries series;
+      series.name = series_label(trend, env.backends[b], env.env_key);
+      series.color = series_color(chart.series.size());
+      for (const auto& point : env.points) {
+        const BackendRate& rate = point.rates[b];
+        ChartPoint chart_point{static_cast<double>(point.commit), pass_fraction(rate), ""};
+        if (rate.counted > 0) {
+          chart_point.title = commit_hover_text(trend.commits[point.commit]) + "\n" + series.name + ": " +
+                              percent(chart_point.y) + " (" + std::to_string(rate.passed) + "/" +
+                              std::to_string(rate.counted) + ")";
+        }
+        series.points.push_back(chart_point);
+      }
+      chart.series.push_back(std::move(series));
+    }
+  }
+  return render_svg(chart);
+}
+
+// The checks drawn one by one: those with a step change first (largest step first),
+// then those with the largest newest error.
+std::vector<const CheckSeries*> chosen_checks(const EnvSeries& env, const TrendData& trend, size_t limit) {
+  std::vector<const CheckSeries*> chosen;
+  std::set<std::string> taken;
+  std::map<std::string, const CheckSeries*> by_id;
+  for (const auto& check : env.checks) {
+    by_id[check.id] = &check;
+  }
+  std::vector<const StepChange*> steps;
+  for (const auto& step : trend.steps) {
+    if (step.env_key == env.env_key) {
+      steps.push_back(&step);
+    }
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const StepChange* a, const StepChange* b) {
+    return std::fabs(std::log10(a->after / a->before)) > std::fabs(std::log10(b->after / b->before));
+  });
+  for (const StepChange* step : steps) {
+    if (chosen.size() < limit && taken.insert(step->check_id).second) {
+      chosen.push_back(by_id[step->check_id]);
+    }
+  }
+  std::vector<const CheckSeries*> rest;
+  for (const auto& check : env.checks) {
+    if (taken.count(check.id) == 0) {
+      rest.push_back(&check);
+    }
+  }
+  auto newest = [](const CheckSeries* check) {
+    for (auto it = check->max_abs.rbegin(); it != check->max_abs.rend(); ++it) {
+      if (!std::isnan(*it)) {
+        return *it;
+      }
+    }
+    return -1.0;
+  };
+  std::stable_sort(rest.begin(), rest.end(),
+                   [&](const CheckSeries* a, const CheckSeries* b) { return newest(a) > newest(b); });
+  for (size_t i = 0; i < rest.size() && chosen.size() < limit; ++i) {
+    chosen.push_back(rest[i]);
+  }
+  return chosen;
+}
+
+ChartSeries error_series(const TrendData& trend, const EnvSeries& env, const std::string& name,
+                         const std::vector<double>& values, double floor) {
+  ChartSeries series;
+  series.name = name;
+  for (size_t p = 0; p < env.points.size(); ++p) {
+    size_t commit = env.points[p].commit;
+    double value = p < values.size() ? values[p] : std::nan("");
+    ChartPoint point{static_cast<double>(commit), std::isnan(value) ? value : std::max(value, floor), ""};
+    if (!std::isnan(value)) {
+      point.title = commit_hover_text(trend.commits[commit]) + "\n" + name + ": max_abs " + short_number(value);
+    }
+    series.points.push_back(point);
+  }
+  return series;
+}
+
+std::string error_chart(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
+  LineChart chart = time_chart(trend, "Max abs error per check, log scale (environment " + env.env_key + ")",
+                               "max |target - reference|");
+  chart.log_y = true;
+  constexpr double k_floor = 1e-12;
+  std::vector<double> highest(env.points.size(), std::nan(""));
+  std::vector<double> median(env.points.size(), std::nan(""));
+  std::vector<double> column;
+  for (size_t p = 0; p < env.points.size(); ++p) {
+    column.clear();
+    for (const auto& check : env.checks) {
+      if (!std::isnan(check.max_abs[p])) {
+        column.push_back(check.max_abs[p]);
+      }
+    }
+    if (column.empty()) {
+      continue;
+    }
+    auto middle = column.begin() + static_cast<std::ptrdiff_t>(column.size() / 2);
+    std::nth_element(column.begin(), middle, column.end());
+    median[p] = *middle;
+    highest[p] = *std::max_element(column.begin(), column.end());
+  }
+  ChartSeries top =
+      error_series(trend, env, "max over all " + std::to_string(env.checks.size()) + " checks", highest, k_floor);
+  top.color = "#57606a";
+  top.dashed = true;
+  ChartSeries middle = error_series(trend, env, "median over all checks", median, k_floor);
+  middle.color = "#afb8c1";
+  middle.dashed = true;
+  chart.series.push_back(std::move(top));
+  chart.series.push_back(std::move(middle));
+  for (const CheckSeries* check : chosen_checks(env, trend, options.max_check_lines)) {
+    ChartSeries series = error_series(trend, env, check->id, check->max_abs, k_floor);
+    series.color = series_color(chart.series.size() - 2);
+    chart.series.push_back(std::move(series));
+  }
+  return render_svg(chart);
+}
+
+std::string sweep_chart(const EnvSeries& env, const TrendData& trend) {
+  LineChart chart;
+  size_t newest = env.points.empty() ? 0 : env.points.back().commit;
+  chart.title = "Tolerance sweep at " + short_sha(trend.commits[newest].sha) + " (environment " + env.env_key + ")";
+  chart.x_label = "atol (at each check's configured rtol), log scale";
+  chart.y_label = "pass rate";
+  chart.log_x = true;
+  chart.auto_y = false;
+  chart.y_min = 0.0;
+  chart.y_max = 1.0;
+  chart.percent_y = true;
+  chart.height = 280;
+  for (const auto& curve : env.sweep) {
+    ChartSeries series;
+    series.name = curve.backend;
+    series.color = series_color(chart.series.size());
+    for (size_t i = 0; i < curve.atol.size(); ++i) {
+      series.points.push_back(
+          {curve.atol[i], curve.pass_rate[i],
+           curve.backend + ": " + percent(curve.pass_rate[i]) + " pass at atol " + short_number(curve.atol[i])});
+    }
+    chart.series.push_back(std::move(series));
+  }
+  if (env.configured_atol > 0.0) {
+    chart.markers.push_back({env.configured_atol, "configured atol " + short_number(env.configured_atol),
+                             "the atol most checks of this baseline were judged with", "#57606a"});
+  }
+  return render_svg(chart);
+}
+
+}  // namespace
+
+std::string commit_hover_text(const CommitDetails& commit) {
+  return short_sha(commit.sha) + " " + commit.subject + "\n" + format_commit_date(commit) + ", " + commit.author;
+}
+
+std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& options) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>driftgate trend: "
+       << html_escape(trend.branch) << "</title>\n<style>" << k_style << "</style></head><body>\n";
+  html << "<h1>driftgate trend: <code>" << html_escape(trend.branch) << "</code></h1>\n<p class=\"note\">"
+       << trend.commits.size() << " first-parent commits, " << trend.baselines << " baselines in " << trend.envs.size()
+       << " environment" << (trend.envs.size() == 1 ? "" : "s") << ", " << trend.steps.size() << " step change"
+       << (trend.steps.size() == 1 ? "" : "s") << ", " << trend.markers.size() << " environment change"
+       << (trend.markers.size() == 1 ? "" : "s") << ". Hover a point for its commit.</p>\n";
+  html << environments_section(trend);
+  html << "<h2>Pass rate</h2>\n" << pass_rate_chart(trend);
+  html << markers_section(trend);
+  html << steps_section(trend, options);
+  html << "<h2>Max error</h2>\n<p class=\"note\">Dashed: the largest and the median max_abs over all checks; "
+          "solid: up to "
+       << options.max_check_lines
+       << " checks, those with a step change first, then those with the largest newest error. Errors below 1e-12 "
+          "(exact zeros included) are drawn at 1e-12.</p>\n";
+  for (const auto& env : trend.envs) {
+    html << error_chart(trend, env, options);
+  }
+  html << "<h2>Tolerance sweep</h2>\n<p class=\"note\">Pass rate of the newest baseline of each environment had it "
+          "been judged with another atol, computed from each check's recorded <code>min_atol</code> without "
+          "re-running. Checks that fail for another reason (crash, shape, non-finite) never pass.</p>\n";
+  for (const auto& env : trend.envs) {
+    html << sweep_chart(env, trend);
+  }
+  html << layers_section(trend);
+  html << commits_section(trend);
+  html << "</body></html>\n";
+  return html.str();
+}
+
+}  // namespace driftgate

@@ -1,0 +1,140 @@
+#include "differ/trend_markdown.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "differ/html_escape.h"
+#include "differ/svg_chart.h"
+
+namespace driftgate {
+
+namespace {
+
+std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
+
+BackendRate total_rate(const TrendPoint& point) {
+  BackendRate total;
+  for (const auto& rate : point.rates) {
+    total.passed += rate.passed;
+    total.counted += rate.counted;
+  }
+  return total;
+}
+
+std::string percent_value(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", fraction * 100.0);
+  return buffer;
+}
+
+// The largest max_abs over the checks of one point of `env`.
+double highest_error(const EnvSeries& env, size_t point) {
+  double highest = std::nan("");
+  for (const auto& check : env.checks) {
+    double value = check.max_abs[point];
+    if (!std::isnan(value) && (std::isnan(highest) || value > highest)) {
+      highest = value;
+    }
+  }
+  return highest;
+}
+
+void commit_table(std::ostringstream& md, const TrendData& trend, const TrendMarkdownOptions& options) {
+  std::vector<std::map<size_t, size_t>> point_of(trend.envs.size());
+  md << "| commit | subject | date |";
+  for (size_t e = 0; e < trend.envs.size(); ++e) {
+    md << " pass `" << trend.envs[e].env_key.substr(0, 8) << "` | max error |";
+    for (size_t p = 0; p < trend.envs[e].points.size(); ++p) {
+      point_of[e][trend.envs[e].points[p].commit] = p;
+    }
+  }
+  md << "\n|---|---|---|";
+  for (size_t e = 0; e < trend.envs.size(); ++e) {
+    md << "---:|---:|";
+  }
+  md << "\n";
+  size_t rows = 0;
+  for (size_t c = trend.commits.size(); c-- > 0 && rows < options.max_rows; ++rows) {
+    const CommitDetails& commit = trend.commits[c];
+    md << "| `" << short_sha(commit.sha) << "` | " << markdown_cell_escape(commit.subject) << " | "
+       << markdown_cell_escape(format_commit_date(commit)) << " |";
+    for (size_t e = 0; e < trend.envs.size(); ++e) {
+      auto it = point_of[e].find(c);
+      if (it == point_of[e].end()) {
+        md << " — | — |";
+        continue;
+      }
+      BackendRate rate = total_rate(trend.envs[e].points[it->second]);
+      md << " " << (rate.counted == 0 ? "n/a" : percent_value(pass_fraction(rate)) + "%") << " (" << rate.passed << "/"
+         << rate.counted << ") | " << short_number(highest_error(trend.envs[e], it->second)) << " |";
+    }
+    md << "\n";
+  }
+  if (trend.commits.size() > options.max_rows) {
+    md << "\n" << trend.commits.size() - options.max_rows << " older commits not shown.\n";
+  }
+}
+
+void changes(std::ostringstream& md, const TrendData& trend, const TrendMarkdownOptions& options) {
+  if (!trend.markers.empty()) {
+    md << "\n**Environment changes**\n\n";
+    for (const auto& marker : trend.markers) {
+      md << "- `" << short_sha(trend.commits[marker.commit].sha) << "` " << markdown_cell_escape(marker.description)
+         << " (`" << marker.from_key << "` -> `" << marker.to_key << "`)\n";
+    }
+  }
+  md << "\n**Step changes** (" << trend.steps.size() << ")\n\n";
+  if (trend.steps.empty()) {
+    md << "None.\n";
+    return;
+  }
+  size_t listed = 0;
+  for (const auto& step : trend.steps) {
+    if (listed++ == options.max_steps) {
+      md << "- ... and " << trend.steps.size() - options.max_steps << " more\n";
+      break;
+    }
+    md << "- `" << short_sha(trend.commits[step.last_before].sha) << "..."
+       << short_sha(trend.commits[step.first_after].sha) << "` " << markdown_cell_escape(step.check_id) << ": max_abs "
+       << short_number(step.before) << " -> " << short_number(step.after) << " (env `" << step.env_key.substr(0, 8)
+       << "`)\n";
+  }
+}
+
+// Mermaid's xychart-beta: x labels are quoted strings, one line series per chart.
+void chart(std::ostringstream& md, const TrendData& trend, const EnvSeries& env, size_t max_points) {
+  size_t first = env.points.size() > max_points ? env.points.size() - max_points : 0;
+  if (env.points.size() - first < 2) {
+    return;
+  }
+  md << "\n```mermaid\nxychart-beta\n  title \"Pass rate, environment " << env.env_key << "\"\n  x-axis [";
+  for (size_t p = first; p < env.points.size(); ++p) {
+    md << (p == first ? "" : ", ") << "\"" << short_sha(trend.commits[env.points[p].commit].sha) << "\"";
+  }
+  md << "]\n  y-axis \"pass rate (%)\" 0 --> 100\n  line [";
+  for (size_t p = first; p < env.points.size(); ++p) {
+    BackendRate rate = total_rate(env.points[p]);
+    md << (p == first ? "" : ", ") << (rate.counted == 0 ? "0" : percent_value(pass_fraction(rate)));
+  }
+  md << "]\n```\n";
+}
+
+}  // namespace
+
+std::string render_trend_markdown(const TrendData& trend, const TrendMarkdownOptions& options) {
+  std::ostringstream md;
+  md << "### driftgate trend: `" << markdown_cell_escape(trend.branch) << "`\n\n"
+     << trend.commits.size() << " first-parent commits, " << trend.baselines << " baselines, " << trend.envs.size()
+     << " environment" << (trend.envs.size() == 1 ? "" : "s") << ", " << trend.steps.size() << " step change"
+     << (trend.steps.size() == 1 ? "" : "s") << ".\n\n";
+  commit_table(md, trend, options);
+  changes(md, trend, options);
+  for (const auto& env : trend.envs) {
+    chart(md, trend, env, options.max_chart_points);
+  }
+  return md.str();
+}
+
+}  // namespace driftgate

@@ -1,0 +1,21 @@
+// The trend as markdown a pull-request comment can embed: a table of the newest
+// commits, the step changes and environment changes, and one mermaid
+// `xychart-beta` line chart of the pass rate per environment (GitHub renders it).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "differ/trend.h"
+
+namespace driftgate {
+
+struct TrendMarkdownOptions {
+  size_t max_rows = 20;          // newest commits in the table
+  size_t max_chart_points = 30;  // newest baselines per chart
+  size_t max_steps = 20;         // step changes listed
+};
+
+std::string render_trend_markdown(const TrendData& trend, const TrendMarkdownOptions& options);
+
+}  // namespace driftgate

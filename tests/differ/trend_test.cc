@@ -1,0 +1,184 @@
+// build_trend over a directory store: pass rates, error series, environment
+// markers, step changes and sweep curves; plus the commit details it shows.
+#include "differ/trend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/git_repo.h"
+#include "differ/baseline_store.h"
+#include "tests/differ/test_support.h"
+
+namespace driftgate {
+namespace {
+
+using test::make_check;
+using test::make_environment;
+using test::make_run;
+using test::TempDir;
+
+std::string fake_sha(size_t i) {
+  std::string sha = std::to_string(1000 + i);
+  return sha + std::string(40 - sha.size(), 'a');
+}
+
+// Commits newest first, as first_parent_walk gives them; subject "commit <i>".
+std::vector<CommitDetails> fake_commits(size_t count) {
+  std::vector<CommitDetails> commits;
+  for (size_t i = count; i-- > 0;) {
+    commits.push_back({fake_sha(i), "commit " + std::to_string(i), "dev", 1767225600 + 3600 * int64_t(i), 0});
+  }
+  return commits;
+}
+
+// 10 commits: onednn 2.6.3 on 0-3, 3.1 on 4-9; check in1 jumps from 1e-6 to 1e-3 (fails) at 7;
+// in2 is skipped everywhere; in3 exists only from commit 8 on.
+class TrendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (size_t c = 0; c < 10; ++c) {
+      std::vector<CheckRecord> checks;
+      checks.push_back(make_check("in0", CheckStatus::k_pass, 2e-6));
+      bool stepped = c >= 7;
+      checks.push_back(
+          make_check("in1", stepped ? CheckStatus::k_fail_numeric : CheckStatus::k_pass, stepped ? 1e-3 : 1e-6));
+      checks.back().stats->min_atol = checks.back().stats->max_abs;
+      checks.push_back(make_check("in2", CheckStatus::k_skipped, std::nullopt, "no cuda"));
+      if (c >= 8) {
+        checks.push_back(make_check("in3", CheckStatus::k_pass, 0.0));
+      }
+      m_store.save(make_run(fake_sha(c), make_environment("1", c < 4 ? "2.6.3" : "3.1"), checks));
+    }
+  }
+
+  TempDir m_dir;
+  DirectoryStore m_store{m_dir.path()};
+  std::string m_key_a = make_environment("1", "2.6.3").key();
+  std::string m_key_b = make_environment("1", "3.1").key();
+};
+
+TEST_F(TrendTest, GathersEveryEnvironmentOldestFirst) {
+  TrendData trend = build_trend("main", fake_commits(10), m_store, TrendOptions{});
+  ASSERT_EQ(trend.commits.size(), 10u);
+  EXPECT_EQ(trend.commits.front().sha, fake_sha(0));
+  EXPECT_EQ(trend.baselines, 10u);
+  ASSERT_EQ(trend.envs.size(), 2u);
+  const EnvSeries& b = trend.envs[0].env_key == m_key_b ? trend.envs[0] : trend.envs[1];
+  ASSERT_EQ(b.points.size(), 6u);
+  EXPECT_EQ(b.points[0].commit, 4u);
+  ASSERT_EQ(b.backends, std::vector<std::string>{"onednn_off"});
+  EXPECT_EQ(b.points[2].rates[0].passed, 2);   // commit 6: in0, in1 pass
+  EXPECT_EQ(b.points[2].rates[0].counted, 2);  // in2 is skipped, not counted
+  EXPECT_EQ(b.points[3].rates[0].passed, 1);   // commit 7: in1 fails
+  EXPECT_DOUBLE_EQ(pass_fraction(b.points[3].rates[0]), 0.5);
+  ASSERT_EQ(b.checks.size(), 4u);
+  EXPECT_EQ(b.checks[3].id, "exp/in3/cpu_fp32~onednn_off/out");
+  EXPECT_TRUE(std::isnan(b.checks[3].max_abs[0]));  // in3 does not exist yet
+  EXPECT_EQ(b.checks[3].max_abs[4], 0.0);
+  EXPECT_TRUE(std::isnan(b.checks[2].max_abs[0]));  // skipped: no statistics
+}
+
+TEST_F(TrendTest, MarksTheEnvironmentChangeAtItsFirstCommit) {
+  TrendData trend = build_trend("main", fake_commits(10), m_store, TrendOptions{});
+  ASSERT_EQ(trend.markers.size(), 1u);
+  EXPECT_EQ(trend.markers[0].commit, 4u);
+  EXPECT_EQ(trend.markers[0].from_key, m_key_a);
+  EXPECT_EQ(trend.markers[0].to_key, m_key_b);
+  EXPECT_EQ(trend.markers[0].description, "onednn 2.6.3 -> 3.1");
+}
+
+TEST_F(TrendTest, ListsTheStepWithItsCommitRange) {
+  TrendData trend = build_trend("main", fake_commits(10), m_store, TrendOptions{});
+  ASSERT_EQ(trend.steps.size(), 1u);
+  const StepChange& step = trend.steps[0];
+  EXPECT_EQ(step.env_key, m_key_b);
+  EXPECT_EQ(step.check_id, "exp/in1/cpu_fp32~onednn_off/out");
+  EXPECT_EQ(step.last_before, 6u);
+  EXPECT_EQ(step.first_after, 7u);
+  EXPECT_NEAR(step.before, 1e-6, 1e-12);
+  EXPECT_NEAR(step.after, 1e-3, 1e-9);
+}
+
+TEST_F(TrendTest, EnvFilterKeepsOneEnvironmentAndNoMarkers) {
+  TrendOptions options;
+  options.env_key = m_key_a;
+  TrendData trend = build_trend("main", fake_commits(10), m_store, options);
+  ASSERT_EQ(trend.envs.size(), 1u);
+  EXPECT_EQ(trend.envs[0].env_key, m_key_a);
+  EXPECT_EQ(trend.baselines, 4u);
+  EXPECT_TRUE(trend.markers.empty());
+  EXPECT_TRUE(trend.steps.empty());
+}
+
+TEST_F(TrendTest, UnknownEnvKeyNamesTheKnownOnes) {
+  TrendOptions options;
+  options.env_key = "0123456789abcdef";
+  try {
+    build_trend("main", fake_commits(10), m_store, options);
+    FAIL() << "expected driftgate::Error";
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("--env 0123456789abcdef: the store has no baselines"), std::string::npos) << message;
+    EXPECT_NE(message.find(m_key_a), std::string::npos) << message;
+    EXPECT_NE(message.find(m_key_b), std::string::npos) << message;
+  }
+}
+
+TEST_F(TrendTest, SweepComesFromTheNewestBaseline) {
+  TrendData trend = build_trend("main", fake_commits(10), m_store, TrendOptions{});
+  const EnvSeries& b = trend.envs[0].env_key == m_key_b ? trend.envs[0] : trend.envs[1];
+  ASSERT_EQ(b.sweep.size(), 1u);
+  const SweepCurve& curve = b.sweep[0];
+  // make_check's tolerance is the default; in0 and in3 have min_atol 0, in1 1e-3.
+  EXPECT_DOUBLE_EQ(curve.pass_rate.front(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(curve.pass_rate.back(), 1.0);
+  EXPECT_DOUBLE_EQ(b.configured_atol, Tolerance{}.atol);
+}
+
+TEST(SweepCurveTest, CountsThresholdsAtOrBelowEachAtol) {
+  SweepCurve curve = make_sweep_curve("frozen", {1e-4, 1e-6, std::numeric_limits<double>::infinity()}, 41);
+  ASSERT_EQ(curve.atol.size(), 41u);
+  EXPECT_NEAR(curve.atol.front(), 1e-7, 1e-19);  // a decade below the smallest threshold
+  EXPECT_NEAR(curve.atol.back(), 1e-3, 1e-15);   // a decade above the largest
+  EXPECT_DOUBLE_EQ(curve.pass_rate.front(), 0.0);
+  EXPECT_DOUBLE_EQ(curve.pass_rate[10], 1.0 / 3.0);     // atol 1e-6
+  EXPECT_DOUBLE_EQ(curve.pass_rate.back(), 2.0 / 3.0);  // the crash never passes
+  for (size_t i = 1; i < curve.pass_rate.size(); ++i) {
+    EXPECT_GE(curve.pass_rate[i], curve.pass_rate[i - 1]);
+  }
+}
+
+TEST(SweepCurveTest, NoPositiveThresholdUsesADefaultRange) {
+  SweepCurve curve = make_sweep_curve("x", {0.0, 0.0}, 8);
+  EXPECT_NEAR(curve.atol.front(), 1e-8, 1e-20);
+  EXPECT_NEAR(curve.atol.back(), 1e-1, 1e-13);
+  EXPECT_DOUBLE_EQ(curve.pass_rate.front(), 1.0);
+}
+
+TEST(CommitDateTest, UsesTheCommitsOwnOffset) {
+  EXPECT_EQ(format_commit_date({"", "", "", 0, 90}), "1970-01-01 01:30 +0130");
+  EXPECT_EQ(format_commit_date({"", "", "", 0, -300}), "1969-12-31 19:00 -0500");
+}
+
+TEST(CommitDetailsTest, ReadsSubjectAuthorAndTime) {
+  TempDir dir;
+  test::TestRepo repo(dir.path());
+  std::string sha = repo.commit("first line <b>");
+  std::optional<GitRepo> git = GitRepo::open(dir.path());
+  ASSERT_TRUE(git);
+  CommitDetails details = git->commit_details(sha);
+  EXPECT_EQ(details.sha, sha);
+  EXPECT_EQ(details.subject, "first line <b>");
+  EXPECT_EQ(details.author, "test");
+  EXPECT_GT(details.time, 1500000000);
+  EXPECT_EQ(git->commit_details("HEAD").sha, sha);
+  EXPECT_THROW(git->commit_details(std::string(40, 'b')), Error);
+}
+
+}  // namespace
+}  // namespace driftgate
