@@ -35,8 +35,18 @@ std::vector<BackendSpec> make_builtin_backends() {
   spec = backend("frozen", "CPU float32, torch::jit::freeze (conv-bn folding)");
   spec.graph = GraphMode::k_frozen;
   all.push_back(spec);
+  spec = backend("frozen_exact", "CPU float32, torch::jit::freeze with optimize_numerics=false (bit-identical)");
+  spec.graph = GraphMode::k_frozen;
+  spec.optimize_numerics = false;
+  all.push_back(spec);
   spec = backend("optimized", "CPU float32, torch::jit::optimize_for_inference (oneDNN layouts)");
   spec.graph = GraphMode::k_optimized;
+  all.push_back(spec);
+  spec = backend("xnnpack", "CPU float32, torch::jit::optimizeForMobile (XNNPACK prepacked ops)");
+  spec.graph = GraphMode::k_xnnpack;
+  all.push_back(spec);
+  spec = backend("nnc_fused", "CPU float32 through the NNC (TensorExpr) fuser; needs LibTorch with LLVM");
+  spec.graph = GraphMode::k_fused;
   all.push_back(spec);
   spec = backend("threads_2", "CPU float32 with 2 intra-op threads");
   spec.threads = 2;
@@ -50,11 +60,19 @@ std::vector<BackendSpec> make_builtin_backends() {
   spec = backend("cpu_bf16", "CPU bfloat16 (module and input cast)");
   spec.dtype = DType::k_bfloat16;
   all.push_back(spec);
+  spec = backend("cpu_bf16_autocast", "CPU float32 module and input, forward under bfloat16 autocast");
+  spec.dtype = DType::k_bfloat16;
+  spec.autocast = true;
+  all.push_back(spec);
   spec = backend("cpu_fp16", "CPU float16 (module and input cast)");
   spec.dtype = DType::k_float16;
   all.push_back(spec);
   spec = backend("cuda_fp32", "CUDA float32");
   spec.device = Device::k_cuda;
+  all.push_back(spec);
+  spec = backend("cuda_tf32", "CUDA float32 with TF32 allowed in cuBLAS and cuDNN");
+  spec.device = Device::k_cuda;
+  spec.tf32 = true;
   all.push_back(spec);
   spec = backend("cuda_fp16", "CUDA float16");
   spec.device = Device::k_cuda;
@@ -80,8 +98,11 @@ constexpr EnumName<DType> k_dtypes[] = {{DType::k_float32, "float32"},
                                         {DType::k_float16, "float16"}};
 constexpr EnumName<MemoryFormat> k_formats[] = {{MemoryFormat::k_contiguous, "contiguous"},
                                                 {MemoryFormat::k_channels_last, "channels_last"}};
-constexpr EnumName<GraphMode> k_graphs[] = {
-    {GraphMode::k_eager, "eager"}, {GraphMode::k_frozen, "frozen"}, {GraphMode::k_optimized, "optimized"}};
+constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},
+                                            {GraphMode::k_frozen, "frozen"},
+                                            {GraphMode::k_optimized, "optimized"},
+                                            {GraphMode::k_xnnpack, "xnnpack"},
+                                            {GraphMode::k_fused, "fused"}};
 constexpr EnumName<Distribution> k_distributions[] = {{Distribution::k_normal, "normal"},
                                                       {Distribution::k_uniform, "uniform"}};
 
@@ -260,8 +281,10 @@ const std::vector<std::string> k_experiment_keys = {"name",     "model",     "in
                                                     "backends", "tolerance", "repeats", "oracle"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
-const std::vector<std::string> k_backend_keys = {"base",  "device",  "dtype",       "memory_format",
-                                                 "onednn", "threads", "graph", "description"};
+const std::vector<std::string> k_backend_keys = {"base",    "device",   "dtype",
+                                                 "memory_format", "onednn", "threads",
+                                                 "graph",   "autocast", "optimize_numerics",
+                                                 "tf32",    "description"};
 const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol"};
 
 void require_file(const Reader& reader, const YAML::Node& node, const std::string& what,
@@ -377,6 +400,22 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
   }
   if (node["graph"]) {
     spec.graph = reader.choice(node["graph"], "graph", k_graphs);
+  }
+  if (node["autocast"]) {
+    spec.autocast = reader.boolean(node["autocast"], "autocast");
+  }
+  if (node["optimize_numerics"]) {
+    spec.optimize_numerics = reader.boolean(node["optimize_numerics"], "optimize_numerics");
+  }
+  if (node["tf32"]) {
+    spec.tf32 = reader.boolean(node["tf32"], "tf32");
+  }
+  if (spec.autocast && spec.device == Device::k_cpu && spec.dtype != DType::k_bfloat16) {
+    reader.fail(node.Mark(), "backend '" + name + "': CPU autocast in LibTorch 1.13 supports dtype bfloat16 only, got " +
+                                 to_string(spec.dtype));
+  }
+  if (spec.autocast && spec.dtype == DType::k_float32) {
+    reader.fail(node.Mark(), "backend '" + name + "': autocast needs a lower-precision dtype (bfloat16 or float16)");
   }
   spec.description = node["description"] ? reader.scalar(node["description"], "description")
                                           : "custom backend defined in " + reader.location(node);

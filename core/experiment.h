@@ -33,6 +33,8 @@ enum class GraphMode {
   k_eager,      // the module as loaded
   k_frozen,     // torch::jit::freeze (inlines attributes, folds conv-bn)
   k_optimized,  // torch::jit::optimize_for_inference (freeze + oneDNN layout rewrites)
+  k_xnnpack,    // torch::jit::optimizeForMobile (freeze, conv-bn folding, XNNPACK prepacked ops)
+  k_fused,      // the NNC (TensorExpr) fuser; needs LibTorch built with LLVM, else skipped
 };
 
 const char* to_string(Device device);
@@ -50,12 +52,21 @@ struct BackendSpec {
   bool onednn = true;  // at::globalContext().setUserEnabledMkldnn during forward
   int threads = 0;     // at::set_num_threads during forward; 0: the run's --threads (default 1)
   GraphMode graph = GraphMode::k_eager;
+  // Keep the module in float32 and run forward under autocast to `dtype`
+  // (at::autocast::set_cpu_enabled + set_autocast_cpu_dtype), instead of casting
+  // parameters and input. CPU autocast in LibTorch 1.13 supports bfloat16 only.
+  bool autocast = false;
+  // torch::jit::freeze's optimize_numerics: false keeps a frozen graph bit-identical
+  // to eager (no conv-bn folding, no other numerics-changing rewrites).
+  bool optimize_numerics = true;
+  bool tf32 = false;  // CUDA only: allow TF32 in cuBLAS and cuDNN matmuls/convolutions
   std::string description;  // one line for --help and reports
 };
 
 // The backends every experiment may name without defining them:
-// cpu_fp32 (the usual reference), onednn_off, channels_last, frozen, optimized,
-// threads_2, threads_4, cpu_fp64, cpu_bf16, cuda_fp32.
+// cpu_fp32 (the usual reference), onednn_off, channels_last, frozen, frozen_exact,
+// optimized, xnnpack, nnc_fused, threads_2, threads_4, cpu_fp64, cpu_bf16,
+// cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16.
 const std::vector<BackendSpec>& builtin_backends();
 
 struct ImageInput {

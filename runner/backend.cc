@@ -3,9 +3,13 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/passes/xnnpack_rewrite.h>
+#include <torch/csrc/jit/tensorexpr/codegen.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <algorithm>
@@ -14,6 +18,13 @@
 
 #include "core/error.h"
 
+// Exported by libtorch_cpu (torch/csrc/jit/codegen/fuser/interface.h), whose header
+// Debian does not install: the switch behind Python's _jit_override_can_fuse_on_cpu.
+namespace torch::jit {
+TORCH_API bool canFuseOnCPU();
+TORCH_API void overrideCanFuseOnCPU(bool value);
+}  // namespace torch::jit
+
 namespace driftgate {
 namespace {
 
@@ -21,15 +32,22 @@ namespace {
 // scope and restores what was there before, even when the forward throws.
 class SettingsGuard {
  public:
-  SettingsGuard(bool onednn, int threads)
-      : m_onednn(at::globalContext().userEnabledMkldnn()), m_threads(at::get_num_threads()) {
+  SettingsGuard(bool onednn, int threads, bool tf32 = false)
+      : m_onednn(at::globalContext().userEnabledMkldnn()),
+        m_threads(at::get_num_threads()),
+        m_tf32_cublas(at::globalContext().allowTF32CuBLAS()),
+        m_tf32_cudnn(at::globalContext().allowTF32CuDNN()) {
     at::globalContext().setUserEnabledMkldnn(onednn);
+    at::globalContext().setAllowTF32CuBLAS(tf32);
+    at::globalContext().setAllowTF32CuDNN(tf32);
     if (threads != m_threads) {
       at::set_num_threads(threads);
     }
   }
   ~SettingsGuard() {
     at::globalContext().setUserEnabledMkldnn(m_onednn);
+    at::globalContext().setAllowTF32CuBLAS(m_tf32_cublas);
+    at::globalContext().setAllowTF32CuDNN(m_tf32_cudnn);
     if (at::get_num_threads() != m_threads) {
       at::set_num_threads(m_threads);
     }
@@ -40,7 +58,75 @@ class SettingsGuard {
  private:
   bool m_onednn;
   int m_threads;
+  bool m_tf32_cublas;
+  bool m_tf32_cudnn;
 };
+
+// CPU autocast to `dtype` for one forward (nothing when `enabled` is false);
+// restores the previous state and drops the cast cache afterwards.
+class AutocastGuard {
+ public:
+  AutocastGuard(bool enabled, at::ScalarType dtype)
+      : m_enabled(enabled), m_was_enabled(at::autocast::is_cpu_enabled()),
+        m_dtype(at::autocast::get_autocast_cpu_dtype()) {
+    if (m_enabled) {
+      at::autocast::set_autocast_cpu_dtype(dtype);
+      at::autocast::set_cpu_enabled(true);
+    }
+  }
+  ~AutocastGuard() {
+    if (m_enabled) {
+      at::autocast::set_cpu_enabled(m_was_enabled);
+      at::autocast::set_autocast_cpu_dtype(m_dtype);
+      at::autocast::clear_cache();
+    }
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool m_enabled;
+  bool m_was_enabled;
+  at::ScalarType m_dtype;
+};
+
+// The NNC fuser for one forward: TensorExpr fusion on, CPU fusion allowed.
+class FuserGuard {
+ public:
+  explicit FuserGuard(bool enabled)
+      : m_enabled(enabled), m_was_enabled(torch::jit::tensorExprFuserEnabled()),
+        m_could_fuse_cpu(torch::jit::canFuseOnCPU()) {
+    if (m_enabled) {
+      torch::jit::setTensorExprFuserEnabled(true);
+      torch::jit::overrideCanFuseOnCPU(true);
+    }
+  }
+  ~FuserGuard() {
+    if (m_enabled) {
+      torch::jit::setTensorExprFuserEnabled(m_was_enabled);
+      torch::jit::overrideCanFuseOnCPU(m_could_fuse_cpu);
+    }
+  }
+  FuserGuard(const FuserGuard&) = delete;
+  FuserGuard& operator=(const FuserGuard&) = delete;
+
+ private:
+  bool m_enabled;
+  bool m_was_enabled;
+  bool m_could_fuse_cpu;
+};
+
+// Whether this LibTorch has the NNC fuser's LLVM code generator. Without it, NNC
+// falls back to its IR interpreter (seconds to minutes per forward), which no one
+// ships: driftgate skips the backend instead.
+bool has_llvm_codegen() {
+  try {
+    torch::jit::tensorexpr::RegisterCodeGenList::GetInstance().FindStmtFactoryMethod("llvm_codegen");
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 at::ScalarType scalar_type(DType dtype) {
   switch (dtype) {
@@ -75,6 +161,11 @@ std::string skip_reason_for(const BackendSpec& spec) {
   if (spec.dtype == DType::k_float16) {
     return "LibTorch 1.13 has no float16 convolution on the CPU; use bfloat16 on the CPU or "
            "float16 on a CUDA backend";
+  }
+  if (spec.graph == GraphMode::k_fused && !has_llvm_codegen()) {
+    return "the NNC (TensorExpr) fuser is unavailable: this LibTorch build has no LLVM code generator "
+           "(\"llvm_codegen\" is not registered), and NNC's interpreter fallback takes seconds to minutes "
+           "per forward; use a LibTorch built with USE_LLVM";
   }
   return "";
 }
@@ -120,6 +211,8 @@ const char* to_string(BackendStage stage) {
       return "freeze";
     case BackendStage::k_optimize:
       return "optimize_for_inference";
+    case BackendStage::k_optimize_mobile:
+      return "optimizeForMobile";
     case BackendStage::k_forward:
       return "forward";
   }
@@ -197,6 +290,9 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
 void BackendInstance::apply_dtype() {
   // Like nn.Module.to(dtype): floating-point parameters and buffers only, so
   // integer buffers (num_batches_tracked) keep their type.
+  if (m_spec.autocast) {
+    return;  // the module stays float32; autocast casts per op during forward
+  }
   at::ScalarType target = scalar_type(m_spec.dtype);
   auto convert = [target](at::Tensor tensor) {
     if (tensor.is_floating_point() && tensor.scalar_type() != target) {
@@ -232,17 +328,25 @@ void BackendInstance::apply_graph_mode() {
       submodule.setattr("training", false);
     }
   }
-  if (m_spec.graph == GraphMode::k_eager) {
-    return;
+  if (m_spec.graph == GraphMode::k_eager || m_spec.graph == GraphMode::k_fused) {
+    return;  // the fuser works on the profiled graph during forward
   }
   // Graph rewrites choose kernels (oneDNN prepacking), so they see the
   // backend's own settings.
-  SettingsGuard guard(m_spec.onednn, m_threads);
+  SettingsGuard guard(m_spec.onednn, m_threads, m_spec.tf32);
   if (m_spec.graph == GraphMode::k_frozen) {
     try {
-      m_module = torch::jit::freeze(m_module);
+      m_module = torch::jit::freeze(m_module, c10::nullopt, m_spec.optimize_numerics);
     } catch (const std::exception& e) {
       fail(BackendStage::k_freeze, e);
+    }
+    return;
+  }
+  if (m_spec.graph == GraphMode::k_xnnpack) {
+    try {
+      m_module = torch::jit::optimizeForMobile(m_module);
+    } catch (const std::exception& e) {
+      fail(BackendStage::k_optimize_mobile, e);
     }
     return;
   }
@@ -255,7 +359,7 @@ void BackendInstance::apply_graph_mode() {
 
 at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
   at::Tensor prepared = input;
-  if (prepared.is_floating_point()) {
+  if (prepared.is_floating_point() && !m_spec.autocast) {
     prepared = prepared.to(device_of(m_spec.device), scalar_type(m_spec.dtype));
   } else {
     prepared = prepared.to(device_of(m_spec.device));
@@ -272,7 +376,9 @@ c10::IValue BackendInstance::forward(const at::Tensor& input) {
   }
   try {
     at::Tensor prepared = prepare_input(input);
-    SettingsGuard guard(m_spec.onednn, m_threads);
+    SettingsGuard guard(m_spec.onednn, m_threads, m_spec.tf32);
+    AutocastGuard autocast(m_spec.autocast, scalar_type(m_spec.dtype));
+    FuserGuard fuser(m_spec.graph == GraphMode::k_fused);
     at::NoGradGuard no_grad;
     return m_module.forward({prepared});
   } catch (const std::exception& e) {

@@ -32,7 +32,7 @@ struct BackendSource {
 };
 
 // One stage of an instance's life, named in errors.
-enum class BackendStage { k_load, k_convert, k_freeze, k_optimize, k_forward };
+enum class BackendStage { k_load, k_convert, k_freeze, k_optimize, k_optimize_mobile, k_forward };
 const char* to_string(BackendStage stage);
 
 class BackendInstance {

@@ -83,6 +83,7 @@ TEST_F(ExperimentTest, ParsesEverything) {
   EXPECT_EQ(e.targets[3].graph, GraphMode::k_frozen);
   EXPECT_EQ(e.targets[3].memory_format, MemoryFormat::k_channels_last);
   EXPECT_EQ(e.targets[3].threads, 2);
+  EXPECT_TRUE(e.targets[3].optimize_numerics);
   EXPECT_DOUBLE_EQ(e.tolerance.atol, 1e-4);
   EXPECT_DOUBLE_EQ(e.tolerance.rtol, 0.0);
   EXPECT_FALSE(e.tolerance_per_dtype);
@@ -98,6 +99,17 @@ TEST_F(ExperimentTest, DefaultsAreStated) {
   EXPECT_EQ(e.tolerance.rule, ToleranceRule::k_assert_close);
   EXPECT_TRUE(e.oracle);
   EXPECT_EQ(e.repeats, 2);
+}
+
+TEST_F(ExperimentTest, BackendOptionsForAutocastAndExactFreezing) {
+  Experiment e = parse(
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [exact, cpu_bf16_autocast, "
+      "xnnpack]\nbackends:\n  exact: {base: frozen, optimize_numerics: false}\n");
+  EXPECT_EQ(e.targets[0].graph, GraphMode::k_frozen);
+  EXPECT_FALSE(e.targets[0].optimize_numerics);
+  EXPECT_TRUE(e.targets[1].autocast);
+  EXPECT_EQ(e.targets[1].dtype, DType::k_bfloat16);
+  EXPECT_EQ(e.targets[2].graph, GraphMode::k_xnnpack);
 }
 
 TEST_F(ExperimentTest, RuleWithoutValuesKeepsPerDtypeDefaults) {
@@ -138,8 +150,11 @@ const BadConfig k_bad_configs[] = {
      "DIR/x.yaml:5:9: oracle must be true or false, got 'maybe'"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [onednn_of]\n",
      "DIR/x.yaml:4:11: unknown backend 'onednn_of'; did you mean 'onednn_off'? (define it under 'backends:' or use "
-     "one of: cpu_fp32, onednn_off, channels_last, frozen, optimized, threads_2, threads_4, cpu_fp64, cpu_bf16, "
-     "cpu_fp16, cuda_fp32, cuda_fp16, cuda_bf16)"},
+     "one of: cpu_fp32, onednn_off, channels_last, frozen, frozen_exact, optimized, xnnpack, nnc_fused, threads_2, "
+     "threads_4, cpu_fp64, cpu_bf16, cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [amp]\nbackends:\n  amp: {autocast: "
+     "true, dtype: float16}\n",
+     "DIR/x.yaml:6:8: backend 'amp': CPU autocast in LibTorch 1.13 supports dtype bfloat16 only, got float16"},
     {"name: a\nmodel: missing.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:2:8: model file 'missing.pt' not found (looked for DIR/missing.pt); export the demo models with "
      "tools/prepare-demo.sh, or fix the path (relative to the config file)"},

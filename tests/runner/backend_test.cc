@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <ATen/Functions.h>
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +100,48 @@ TEST_F(BackendTest, OptimizedForInferenceRunsAndAgrees) {
   EXPECT_TRUE(at::allclose(output, first_output(load(backend("cpu_fp32")).forward(m_input)), 1e-4, 1e-5));
 }
 
+TEST_F(BackendTest, FrozenWithoutNumericOptimizationsIsBitIdentical) {
+  BackendSpec spec = backend("frozen_exact");
+  spec.graph = GraphMode::k_frozen;
+  spec.optimize_numerics = false;
+  BackendInstance exact = load(spec);
+  std::string graph = exact.module().get_method("forward").graph()->toString();
+  EXPECT_NE(graph.find("aten::batch_norm"), std::string::npos) << graph;  // not folded
+  at::Tensor output = first_output(exact.forward(m_input));
+  EXPECT_TRUE(at::equal(output, first_output(load(backend("cpu_fp32")).forward(m_input))));
+}
+
+TEST_F(BackendTest, XnnpackPrepacksAndAgrees) {
+  BackendSpec spec = backend("xnnpack");
+  spec.graph = GraphMode::k_xnnpack;
+  BackendInstance mobile = load(spec);
+  std::string graph = mobile.module().get_method("forward").graph()->toString();
+  EXPECT_NE(graph.find("prepacked::conv2d_clamp_run"), std::string::npos) << graph;
+  BackendInstance reference = load(backend("cpu_fp32"));
+  EXPECT_NO_THROW(check_no_shared_storage(reference, mobile));
+  at::Tensor output = first_output(mobile.forward(m_input));
+  EXPECT_EQ(observe_tensor(output).dtype, "float32");
+  EXPECT_TRUE(at::allclose(output, first_output(reference.forward(m_input)), 1e-4, 1e-5));
+}
+
+TEST_F(BackendTest, AutocastKeepsFloat32ParametersAndDiffersFromFullCast) {
+  BackendSpec spec = backend_with_dtype("cpu_bf16_autocast", DType::k_bfloat16);
+  spec.autocast = true;
+  BackendInstance autocast = load(spec);
+  for (const auto& parameter : autocast.module().named_parameters()) {
+    EXPECT_EQ(parameter.value.scalar_type(), at::kFloat) << parameter.name;
+  }
+  EXPECT_EQ(autocast.prepare_input(m_input).scalar_type(), at::kFloat);
+  at::Tensor output = first_output(autocast.forward(m_input));
+  EXPECT_FALSE(at::autocast::is_cpu_enabled());  // restored after the forward
+  at::Tensor reference = first_output(load(backend("cpu_fp32")).forward(m_input));
+  at::Tensor full_cast = first_output(load(backend_with_dtype("cpu_bf16", DType::k_bfloat16)).forward(m_input));
+  EXPECT_EQ(observe_tensor(output).dtype, "bfloat16");  // conv2d runs in bfloat16 under autocast
+  EXPECT_FALSE(at::equal(output.to(at::kFloat), reference));
+  EXPECT_TRUE(at::allclose(output.to(at::kFloat), reference, 5e-2, 5e-2));
+  EXPECT_FALSE(at::equal(output, full_cast));
+}
+
 TEST_F(BackendTest, OneDnnFlagAndThreadsAreSetForTheForwardAndRestored) {
   BackendSpec spec = backend("onednn_off");
   spec.onednn = false;
@@ -131,6 +174,14 @@ TEST_F(BackendTest, UnavailableBackendsAreSkippedWithAReason) {
   EXPECT_NE(half.skip_reason().find("no float16 convolution on the CPU"), std::string::npos);
   EXPECT_TRUE(half.storage_pointers().empty());
   EXPECT_THROW(half.forward(m_input), Error);
+  BackendSpec fused = backend("nnc_fused");
+  fused.graph = GraphMode::k_fused;
+  BackendInstance fused_instance = load(fused);
+  ASSERT_TRUE(fused_instance.skipped());  // Debian's LibTorch 1.13 has no LLVM
+  EXPECT_NE(fused_instance.skip_reason().find("the NNC (TensorExpr) fuser is unavailable: this LibTorch build has no "
+                                              "LLVM code generator"),
+            std::string::npos)
+      << fused_instance.skip_reason();
 }
 
 TEST_F(BackendTest, LoadFailureNamesConfigBackendStageAndModel) {
