@@ -34,6 +34,7 @@ int cmd_run(CommandContext& context);
 int cmd_diff(CommandContext& context);
 int cmd_baseline(CommandContext& context);
 int cmd_env(CommandContext& context);
+int cmd_merge(CommandContext& context);
 int cmd_post(CommandContext& context);
 int cmd_sweep(CommandContext& context);
 int cmd_trend(CommandContext& context);

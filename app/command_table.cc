@@ -9,6 +9,7 @@ const std::vector<Command>& command_table() {
       {"baseline", "store a run as the baseline of its commit and environment (update)", cmd_baseline},
       {"post", "post a report on the PR/MR: sticky comment, commit status (github|gitlab)", cmd_post},
       {"sweep", "pass rates per target backend at several tolerances, from one run file", cmd_sweep},
+      {"merge", "join the shard files of run --shard i/N into one run file; exit 2 on a missing shard", cmd_merge},
       {"env", "print the tool version, the environment and its key", cmd_env},
       {"trend", "draw the per-commit history of a branch's baselines as HTML (and markdown)", cmd_trend},
   };
