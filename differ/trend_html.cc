@@ -243,11 +243,16 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
        << " environment" << (trend.envs.size() == 1 ? "" : "s") << ", " << trend.steps.size() << " step change"
        << (trend.steps.size() == 1 ? "" : "s") << ", " << trend.markers.size() << " environment change"
        << (trend.markers.size() == 1 ? "" : "s") << ". Hover a point for its commit.</p>\n";
+  html << "<p class=\"note\"><a href=\"#pass-rate\">pass rate</a> &#183; <a href=\"#environment-changes\">"
+          "environment changes</a> &#183; <a href=\"#steps\">step changes</a> &#183; <a href=\"#max-error\">max "
+          "error</a> &#183; <a href=\"#sweep\">tolerance sweep</a> &#183; <a href=\"#layers\">per-layer error</a> "
+          "&#183; <a href=\"#commits\">commits</a></p>\n";
   html << environments_section(trend);
-  html << "<h2>Pass rate</h2>\n" << pass_rate_chart(trend);
+  html << "<h2 id=\"pass-rate\">Pass rate</h2>\n" << pass_rate_chart(trend);
   html << markers_section(trend);
   html << steps_section(trend, options);
-  html << "<h2>Max error</h2>\n<p class=\"note\">Dashed: the largest and the median max_abs over all checks; "
+  html << "<h2 id=\"max-error\">Max error</h2>\n<p class=\"note\">Dashed: the largest and the median max_abs over all "
+          "checks; "
           "solid: up to "
        << options.max_check_lines
        << " checks, those with a step change first, then those with the largest newest error. Errors below 1e-12 "
@@ -255,7 +260,8 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
   for (const auto& env : trend.envs) {
     html << error_chart(trend, env, options);
   }
-  html << "<h2>Tolerance sweep</h2>\n<p class=\"note\">Pass rate of the newest baseline of each environment had it "
+  html << "<h2 id=\"sweep\">Tolerance sweep</h2>\n<p class=\"note\">Pass rate of the newest baseline of each "
+          "environment had it "
           "been judged with another atol, computed from each check's recorded <code>min_atol</code> without "
           "re-running. Checks that fail for another reason (crash, shape, non-finite) never pass.</p>\n";
   for (const auto& env : trend.envs) {

@@ -75,8 +75,9 @@ std::string percent(double fraction) {
 
 std::string environments_section(const TrendData& trend) {
   std::ostringstream html;
-  html << "<h2>Environments</h2>\n<table><tr><th>key</th><th>baselines</th><th>keyed fields (newest "
-          "baseline)</th></tr>\n";
+  html
+      << "<h2 id=\"environments\">Environments</h2>\n<table><tr><th>key</th><th>baselines</th><th>keyed fields (newest "
+         "baseline)</th></tr>\n";
   for (const auto& env : trend.envs) {
     html << "<tr><td><code>" << html_escape(env.env_key) << "</code></td><td class=\"num\">" << env.points.size()
          << "</td><td>";
@@ -93,7 +94,7 @@ std::string environments_section(const TrendData& trend) {
 
 std::string markers_section(const TrendData& trend) {
   std::ostringstream html;
-  html << "<h2>Environment changes</h2>\n";
+  html << "<h2 id=\"environment-changes\">Environment changes</h2>\n";
   if (trend.markers.empty()) {
     html << "<p class=\"note\">None: consecutive baselines share their environment keys.</p>\n";
     return html.str();
@@ -111,7 +112,8 @@ std::string markers_section(const TrendData& trend) {
 
 std::string steps_section(const TrendData& trend, const TrendHtmlOptions& options) {
   std::ostringstream html;
-  html << "<h2>Step changes</h2>\n<p class=\"note\">Found by binary segmentation on log10(max_abs) of each check "
+  html << "<h2 id=\"steps\">Step changes</h2>\n<p class=\"note\">Found by binary segmentation on log10(max_abs) of "
+          "each check "
           "within one environment; a step is listed when the level moves by at least the minimum effect. The "
           "change happened after the first commit of the range and at or before the second.</p>\n";
   if (trend.steps.empty()) {
@@ -142,7 +144,7 @@ std::string steps_section(const TrendData& trend, const TrendHtmlOptions& option
 
 std::string layers_section(const TrendData& trend) {
   std::ostringstream html;
-  html << "<h2>Per-layer error (tier 2)</h2>\n";
+  html << "<h2 id=\"layers\">Per-layer error (tier 2)</h2>\n";
   if (trend.layers.empty()) {
     html << "<p class=\"note\">No baseline on these commits carries a tier-2 per-layer profile (a "
             "<code>layers</code> field in its check records), so there are no per-layer curves to draw. They "
@@ -162,7 +164,9 @@ std::string layers_section(const TrendData& trend) {
 
 std::string commits_section(const TrendData& trend) {
   std::ostringstream html;
-  html << "<h2>Commits</h2>\n<table><tr><th>#</th><th>commit</th><th>subject</th><th>author</th><th>date</th>";
+  html << "<h2 "
+          "id=\"commits\">Commits</h2>\n<table><tr><th>#</th><th>commit</th><th>subject</th><th>author</th><th>date</"
+          "th>";
   std::vector<std::map<size_t, BackendRate>> rates(trend.envs.size());
   for (size_t e = 0; e < trend.envs.size(); ++e) {
     html << "<th>pass rate <code>" << html_escape(trend.envs[e].env_key.substr(0, 8)) << "</code></th>";

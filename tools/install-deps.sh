@@ -21,6 +21,7 @@ if [[ $with_torch == 1 ]]; then
 fi
 # python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
 packages+=(python3-jsonschema python3-yaml)
+packages+=(chromium)  # tests/e2e/trend_screenshot_test.sh renders the trend report in headless Chromium
 packages+=(rsync)  # tests/ci/gitlab_ci_local_test.sh: gitlab-ci-local (npm) copies the project with rsync
 
 missing=()
