@@ -21,7 +21,7 @@ expect_exit 0 "trend writes the report" -- "$DRIFTGATE" trend --repo "$work/repo
 shot="${SCREENSHOT_DIR:-$work}/trend.png"
 profile=$(mktemp -d "$work/chromium.XXXXXX")
 timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
-  --disable-component-update --disable-sync --user-data-dir="$profile" --screenshot="$shot" \
+  --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir="$profile" --screenshot="$shot" \
   --window-size=1200,1600 "file://$work/trend.html" >"$work/chromium.log" 2>&1
 checks=$((checks + 1))
 if [[ -s "$shot" ]]; then echo "ok: chromium wrote a screenshot"; else
