@@ -22,6 +22,7 @@
 #include "differ/baseline_accept.h"
 #include "differ/baseline_select.h"
 #include "differ/baseline_store.h"
+#include "differ/store_spec.h"
 
 namespace driftgate {
 
@@ -36,7 +37,8 @@ const std::vector<std::string> k_actions = {"update", "accept", "show", "list", 
 struct BaselineRequest {
   std::string action;                 // one of k_actions
   std::vector<std::string> operands;  // update: RUN; accept: GLOB...; show: [SHA]
-  std::string store = "baselines";    // the baseline store directory (created when missing)
+  std::string store = "baselines";    // the baseline store: a directory (created when missing) or notes:[REF]
+  std::string store_kind = "dir";     // dir or notes
   std::string repo = ".";             // a directory inside the git checkout
   bool allow_dirty = false;           // store a run made with uncommitted changes
   std::string run_path = "run.jsonl";  // accept: the run whose values are taken
@@ -72,7 +74,10 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
   options.add_options()("action", po::value<std::string>(&request.action),
                         "update, accept, show, list or prune (positional)")(
       "operand", po::value<std::vector<std::string>>(&request.operands), "RUN.jsonl, CHECK-GLOB... or SHA (positional)")(
-      "store", po::value<std::string>(&request.store)->default_value("baselines"), "baseline store directory")(
+      "store", po::value<std::string>(&request.store)->default_value("baselines"),
+      "baseline store: a directory, or notes: for git notes (refs/notes/driftgate; notes:REF for another)")(
+      "store-kind", po::value<std::string>(&request.store_kind)->default_value("dir"),
+      "dir or notes (same as --store notes:)")(
       "repo", po::value<std::string>(&request.repo)->default_value("."), "a directory inside the git checkout")(
       "allow-dirty", po::bool_switch(&request.allow_dirty),
       "update/accept: store a run made with uncommitted changes to tracked files")(
@@ -124,13 +129,8 @@ void require_storable(const RunFile& run, const std::string& run_path, bool allo
   }
 }
 
-std::unique_ptr<DirectoryStore> open_store(const BaselineRequest& request, bool must_exist) {
-  auto store = std::make_unique<DirectoryStore>(request.store);
-  if (must_exist && !store->exists()) {
-    throw Error("--store " + request.store +
-                ": no such baseline store directory; pass the directory that holds <env-key>/<sha>.jsonl files");
-  }
-  return store;
+std::unique_ptr<BaselineStore> open_store(const BaselineRequest& request, bool must_exist) {
+  return driftgate::open_store(parse_store_spec(request.store, request.store_kind), request.repo, must_exist);
 }
 
 // ISO 8601 UTC of SOURCE_DATE_EPOCH when set (reproducible logs), else of now.
@@ -205,7 +205,7 @@ int accept(CommandContext& context, const BaselineRequest& request) {
   }
   RunFile run = read_run_file(request.run_path);
   require_storable(run, request.run_path, request.allow_dirty);
-  std::unique_ptr<DirectoryStore> store = open_store(request, true);
+  std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::optional<GitRepo> repo = GitRepo::open(request.repo);
   RunFile base = accept_base(context, request, *store, run, repo);
   AcceptOutcome outcome = accept_checks(run, base, request.operands);
@@ -221,10 +221,11 @@ int accept(CommandContext& context, const BaselineRequest& request) {
   Acceptance acceptance{who(repo, context.env), timestamp(context.env), request.reason, request.operands,
                         run.header.commit.sha, base.header.commit.sha, outcome.accepted, outcome.removed};
   std::string stored = store->save_accepted(outcome.baseline, acceptance.to_json_line());
-  context.out << "accepted " << outcome.accepted.size() << " checks" <<
-      (outcome.removed.empty() ? "" : " and removed " + std::to_string(outcome.removed.size())) << " into baseline "
-              << stored << " (from baseline " << base.header.commit.sha.substr(0, 7) << "); logged in "
-              << store->acceptance_path_of(run.header.environment.key(), run.header.commit.sha) << "\n";
+  context.out << "accepted " << outcome.accepted.size() << " checks"
+              << (outcome.removed.empty() ? "" : " and removed " + std::to_string(outcome.removed.size()))
+              << " into baseline " << stored << " (from baseline " << base.header.commit.sha.substr(0, 7)
+              << "); logged at " << store->acceptance_log(run.header.environment.key(), run.header.commit.sha).back().first
+              << "\n";
   return 0;
 }
 
@@ -244,7 +245,7 @@ int show(CommandContext& context, const BaselineRequest& request) {
   if (request.operands.size() > 1) {
     usage_error("show", "expected at most one SHA", "driftgate baseline show [SHA] [--env KEY]");
   }
-  std::unique_ptr<DirectoryStore> store = open_store(request, true);
+  std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::string sha = resolve_sha(request, GitRepo::open(request.repo));
   std::vector<std::string> keys;
   for (const auto& key : store->env_keys()) {
@@ -265,7 +266,7 @@ int show(CommandContext& context, const BaselineRequest& request) {
                 "); choose one with --env KEY");
   }
   RunFile run = *store->load(keys[0], sha);
-  context.out << "baseline " << store->path_of(keys[0], sha) << "\n"
+  context.out << "baseline " << store->location(keys[0], sha) << "\n"
               << "commit " << sha << (run.header.commit.branch.empty() ? "" : " (" + run.header.commit.branch + ")")
               << "\nenvironment " << keys[0] << ":";
   for (const auto& [field, value] : run.header.environment.keyed) {
@@ -295,7 +296,7 @@ int show(CommandContext& context, const BaselineRequest& request) {
 }
 
 int list(CommandContext& context, const BaselineRequest& request) {
-  std::unique_ptr<DirectoryStore> store = open_store(request, true);
+  std::unique_ptr<BaselineStore> store = open_store(request, true);
   for (const auto& key : store->env_keys()) {
     std::vector<std::string> shas = store->shas(key);
     context.out << key << ": " << shas.size() << (shas.size() == 1 ? " baseline\n" : " baselines\n");
@@ -312,7 +313,7 @@ int prune(CommandContext& context, const BaselineRequest& request) {
     usage_error("prune", "--keep N must be given and at least 1 (baselines kept per environment key)",
                 "driftgate baseline prune --keep N [--dry-run]");
   }
-  std::unique_ptr<DirectoryStore> store = open_store(request, true);
+  std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::optional<GitRepo> repo = GitRepo::open(request.repo);
   std::map<std::string, size_t> rank;
   if (repo) {
@@ -330,8 +331,8 @@ int prune(CommandContext& context, const BaselineRequest& request) {
         (rank.count(sha) != 0 ? order : off_history).push_back(sha);
       }
       std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return rank[a] < rank[b]; });
-    } else {
-      order = store->shas_newest_written_first(key);
+    } else if (auto* directory = dynamic_cast<DirectoryStore*>(store.get())) {
+      order = directory->shas_newest_written_first(key);
     }
     for (const auto& sha : off_history) {
       context.out << "kept " << key << "/" << sha << " (not on HEAD's first-parent history; prune from its branch)\n";

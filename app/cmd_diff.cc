@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -30,6 +31,7 @@
 #include "differ/junit_report.h"
 #include "differ/markdown_report.h"
 #include "differ/report.h"
+#include "differ/store_spec.h"
 #include "differ/text_report.h"
 
 namespace driftgate {
@@ -39,7 +41,8 @@ namespace {
 // Everything `driftgate diff` was asked to do.
 struct DiffRequest {
   std::string run_path;               // the run file to judge
-  std::string store = "baselines";    // the baseline store directory
+  std::string store = "baselines";    // the baseline store: a directory, or notes:[REF] for git notes
+  std::string store_kind = "dir";     // dir or notes
   std::string repo = ".";             // a directory inside the git checkout
   std::optional<std::string> base;    // the target branch; default: the CI's PR/MR base SHA
   int max_walk = k_default_max_walk;  // first-parent commits searched for a baseline
@@ -95,7 +98,10 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
   po::options_description options;
   options.add_options()("run", po::value<std::string>(&request.run_path)->required(),
                         "the run file to compare (positional)")(
-      "store", po::value<std::string>(&request.store)->default_value("baselines"), "baseline store directory")(
+      "store", po::value<std::string>(&request.store)->default_value("baselines"),
+      "baseline store: a directory, or notes: for git notes (refs/notes/driftgate; notes:REF for another)")(
+      "store-kind", po::value<std::string>(&request.store_kind)->default_value("dir"),
+      "dir or notes (same as --store notes:)")(
       "repo", po::value<std::string>(&request.repo)->default_value("."), "a directory inside the git checkout")(
       "base", po::value<std::string>(&base), "target branch revision or SHA (default: the CI's PR/MR base SHA)")(
       "max-walk", po::value<int>(&request.max_walk)->default_value(k_default_max_walk),
@@ -190,6 +196,9 @@ void propose_refresh(Report& report, const DiffRequest& request, const RunFile& 
     command += " " + shell_quote(glob);
   }
   command += " --reason 'WHY THE NEW VALUES ARE RIGHT' --run " + shell_quote(request.run_path);
+  if (request.store_kind != "dir") {
+    command += " --store-kind " + shell_quote(request.store_kind);
+  }
   if (request.store != "baselines") {
     command += " --store " + shell_quote(request.store);
   }
@@ -227,13 +236,9 @@ int cmd_diff(CommandContext& context) {
     policy = load_gate_policy(request->policy_path, today);
   }
   RunFile run = read_run_file(request->run_path);
-  DirectoryStore store(request->store);
-  if (!store.exists()) {
-    throw Error("--store " + request->store +
-                ": no such baseline store directory; pass the directory that holds <env-key>/<sha>.jsonl files, or "
-                "create one with driftgate baseline update RUN.jsonl --store " +
-                request->store);
-  }
+  std::unique_ptr<BaselineStore> store_owner =
+      open_store(parse_store_spec(request->store, request->store_kind), request->repo, true);
+  const BaselineStore& store = *store_owner;
   GitRepo repo = open_repo(request->repo);
   std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
   SelectionRequest selection_request{run.header.commit.sha, base, run.header.environment, request->max_walk,
@@ -274,7 +279,7 @@ int cmd_diff(CommandContext& context) {
   }
   if (selection.found) {
     context.err << "driftgate diff: compared " << request->run_path << " with "
-                << store.path_of(selection.env_key, selection.sha) << "\n";
+                << store.location(selection.env_key, selection.sha) << "\n";
   }
   return to_int(report_exit_code(report));
 }

@@ -48,6 +48,9 @@ class BaselineStore {
 
   // Deletes the baseline of (env_key, sha) and its acceptance log. Returns false when there was none.
   virtual bool remove(const std::string& env_key, const std::string& sha) = 0;
+
+  // Where the baseline of (env_key, sha) lives, for messages: a path or a note name.
+  virtual std::string location(const std::string& env_key, const std::string& sha) const = 0;
 };
 
 // Validation of the two names a baseline is keyed by, so that nothing a run file
@@ -80,6 +83,9 @@ class DirectoryStore : public BaselineStore {
   std::vector<std::pair<std::string, std::string>> acceptance_log(const std::string& env_key,
                                                                   const std::string& sha) const override;
   bool remove(const std::string& env_key, const std::string& sha) override;
+  std::string location(const std::string& env_key, const std::string& sha) const override {
+    return path_of(env_key, sha);
+  }
 
   // "<root>/<env-key>/<sha>.accepted.jsonl"
   std::string acceptance_path_of(const std::string& env_key, const std::string& sha) const;

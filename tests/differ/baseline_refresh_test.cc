@@ -82,7 +82,7 @@ TEST_F(RefreshTest, AcceptTakesOnlySelectedChecksAndLogsWhoWhenWhy) {
                                              run_path});
   EXPECT_EQ(result.code, 0);
   EXPECT_EQ(result.out, "accepted 1 checks and removed 1 into baseline " + key + "/" + c2 + ".jsonl (from baseline " +
-                            c1.substr(0, 7) + "); logged in " + store + "/" + key + "/" + c2 + ".accepted.jsonl\n");
+                            c1.substr(0, 7) + "); logged at " + store + "/" + key + "/" + c2 + ".accepted.jsonl:1\n");
   RunFile stored = *DirectoryStore(store).load(key, c2);
   ASSERT_EQ(stored.checks.size(), 2u);
   EXPECT_EQ(stored.checks[0].id, id_of("a"));

@@ -1,0 +1,32 @@
+// Which baseline store a command talks to, from its --store / --store-kind options.
+//
+// The directory store is the default (`--store baselines`); the git notes store
+// is chosen with `--store notes:` (refs/notes/driftgate), `--store notes:REF`, or
+// `--store-kind notes`. Both commands that touch baselines (diff, baseline) share
+// this so that the spelling and the errors are the same everywhere.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "differ/baseline_store.h"
+
+namespace driftgate {
+
+struct StoreSpec {
+  enum class Kind { k_directory, k_notes };
+  Kind kind = Kind::k_directory;
+  std::string directory = "baselines";  // k_directory: the store's root
+  std::string notes_ref;                // k_notes: the notes reference
+  std::string text;                     // as the user wrote it, for messages
+};
+
+// Reads `--store VALUE` and `--store-kind KIND` ("dir" or "notes"). Throws
+// driftgate::Error on an unknown kind or a notes ref outside refs/notes/.
+StoreSpec parse_store_spec(const std::string& store, const std::string& kind);
+
+// Opens the store. `repo_dir` locates the repository of a notes store.
+// `must_exist`: a directory store must already exist (diff, show, list, prune).
+std::unique_ptr<BaselineStore> open_store(const StoreSpec& spec, const std::string& repo_dir, bool must_exist);
+
+}  // namespace driftgate
