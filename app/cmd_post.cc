@@ -38,7 +38,7 @@ const CommandHelp k_help{
     "driftgate post github report.json --key linux-cpu --artifact-url \"$RUN_URL\"   # in a workflow_run job"};
 
 struct PostRequest {
-  std::string system;       // "github" or "gitlab"
+  std::string system;  // "github" or "gitlab"
   std::string report_path;
   PostSettings settings;
   GithubFlags github;
@@ -55,7 +55,8 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
   bool no_check_run = false;
   po::options_description options;
   options.add_options()("system", po::value<std::string>(&request.system)->required(), "github or gitlab (positional)")(
-      "report", po::value<std::string>(&request.report_path)->required(), "report.json from driftgate diff (positional)")(
+      "report", po::value<std::string>(&request.report_path)->required(),
+      "report.json from driftgate diff (positional)")(
       "key", po::value<std::string>(&request.settings.key)->default_value("default"),
       "CI matrix key: one comment and status per (project, key)")(
       "project", po::value<std::string>(&request.settings.project), "sticky comment project (default: the repository)")(
@@ -81,7 +82,8 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
     return std::nullopt;
   }
   if (request.system != "github" && request.system != "gitlab") {
-    throw Error("driftgate post '" + request.system + "': unknown system; use driftgate post github|gitlab REPORT.json");
+    throw Error("driftgate post '" + request.system +
+                "': unknown system; use driftgate post github|gitlab REPORT.json");
   }
   if (connect_s < 1 || read_s < 1) {
     throw Error("driftgate post: --connect-timeout and --read-timeout must be at least 1 second");

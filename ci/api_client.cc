@@ -41,7 +41,7 @@ HttpResponse ApiClient::send_once(const HttpRequest& request) {
     auto now = m_clock.now();
     if (m_last_mutation && now - *m_last_mutation < m_config.retry.mutation_spacing) {
       m_clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(m_config.retry.mutation_spacing -
-                                                                             (now - *m_last_mutation)));
+                                                                              (now - *m_last_mutation)));
     }
     m_last_mutation = m_clock.now();
   }
@@ -54,10 +54,9 @@ HttpResponse ApiClient::send_once(const HttpRequest& request) {
   return response;
 }
 
-ApiError ApiClient::make_error(const HttpRequest& request, const HttpResponse& response,
-                               const std::string& why) const {
-  std::string message = m_config.service + " API: " + request.method + " " + request.url + " -> " +
-                        status_text(response);
+ApiError ApiClient::make_error(const HttpRequest& request, const HttpResponse& response, const std::string& why) const {
+  std::string message =
+      m_config.service + " API: " + request.method + " " + request.url + " -> " + status_text(response);
   if (response.status != 0) {
     std::string server = server_message(response);
     if (!server.empty()) {
@@ -82,8 +81,7 @@ HttpResponse ApiClient::send(const std::string& method, const std::string& url, 
     if (response.status >= 200 && response.status < 300) {
       return response;
     }
-    RetryDecision decision =
-        decide_retry(response, is_idempotent(method), attempt, m_clock.now(), m_config.retry);
+    RetryDecision decision = decide_retry(response, is_idempotent(method), attempt, m_clock.now(), m_config.retry);
     if (!decision.retry) {
       throw make_error(request, response, decision.why);
     }

@@ -40,9 +40,9 @@ class ApiError : public Error {
 using ErrorAdvisor = std::function<std::string(const HttpRequest& request, const HttpResponse& response)>;
 
 struct ApiConfig {
-  std::string service;          // "GitHub", "GitLab": first word of every error
-  HttpHeaders headers;          // added to every request (auth included)
-  ErrorAdvisor advisor;         // may be empty
+  std::string service;   // "GitHub", "GitLab": first word of every error
+  HttpHeaders headers;   // added to every request (auth included)
+  ErrorAdvisor advisor;  // may be empty
   RetryPolicy retry;
   std::ostream* log = nullptr;  // retries and (when verbose) every call; null: silent
   bool verbose = false;

@@ -38,9 +38,7 @@ std::string value_text(const Json& value) {
   return value.dump();
 }
 
-std::string label(const std::string& diff_class) {
-  return diff_class == "drift_grew" ? "drift grew" : diff_class;
-}
+std::string label(const std::string& diff_class) { return diff_class == "drift_grew" ? "drift grew" : diff_class; }
 
 std::string check_line(const Json& check) {
   std::string line = "- " + code_span(text_field(check, "id")) + " " + escape_text(label(text_field(check, "class"))) +
@@ -181,14 +179,14 @@ std::string render_comment_body(const Json& report, const BodyOptions& options) 
     }
   }
   const std::string link = artifact_link(options.artifact_url);
-  const std::string details_open = "\n<details><summary>All other changed checks (" + std::to_string(rest.size()) +
-                                   ")</summary>\n\n";
+  const std::string details_open =
+      "\n<details><summary>All other changed checks (" + std::to_string(rest.size()) + ")</summary>\n\n";
   const std::string details_close = "\n</details>\n";
   const std::string footer = "\nFull report: " + link + "\n";
   auto notice = [&](size_t left_out) {
     return "\n**Truncated:** " + std::to_string(left_out) + " more checks not shown (this surface allows " +
-           std::to_string(options.budget.limit) + (options.budget.bytes ? " bytes" : " characters") +
-           "); see " + link + "\n";
+           std::to_string(options.budget.limit) + (options.budget.bytes ? " bytes" : " characters") + "); see " + link +
+           "\n";
   };
   // The longest notice plus the details frame is always kept free.
   size_t reserve = measure(notice(worst.size() + rest.size()) + details_open + details_close + footer, options.budget);

@@ -12,7 +12,8 @@ using Json = nlohmann::json;
 Json parse_body(const HttpResponse& response, const std::string& what) {
   Json body = Json::parse(response.body, nullptr, false);
   if (body.is_discarded()) {
-    throw Error("GitHub API: " + what + ": the response is not JSON; is --api-url the REST API root "
+    throw Error("GitHub API: " + what +
+                ": the response is not JSON; is --api-url the REST API root "
                 "(https://api.github.com or https://HOST/api/v3)?");
   }
   return body;
@@ -52,7 +53,8 @@ std::string github_advice(const HttpRequest& request, const HttpResponse& respon
              "valid, unexpired token";
     case 403:
       if (is_missing_permission(response)) {
-        return "the workflow token lacks a permission; add `permissions: " + permission_for(request.method, request.url) +
+        return "the workflow token lacks a permission; add `permissions: " +
+               permission_for(request.method, request.url) +
                "` to the posting job (a fork PR's pull_request token is read-only: post from a workflow_run workflow)";
       }
       return "the token may not do this; it needs write access to the repository (repo scope for a personal token)";
@@ -125,8 +127,8 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
 }
 
 std::string GithubApi::create_comment(int pr, const std::string& body) {
-  HttpResponse response = m_client.send("POST", repo_url() + "/issues/" + std::to_string(pr) + "/comments",
-                                        Json{{"body", body}}.dump());
+  HttpResponse response =
+      m_client.send("POST", repo_url() + "/issues/" + std::to_string(pr) + "/comments", Json{{"body", body}}.dump());
   return id_text(parse_body(response, "POST comment").value("id", Json()));
 }
 
@@ -144,8 +146,7 @@ void GithubApi::create_status(const std::string& sha, const std::string& state, 
 }
 
 void GithubApi::create_check_run(const std::string& sha, const std::string& name, const std::string& conclusion,
-                                 const std::string& title, const std::string& summary,
-                                 const std::string& details_url) {
+                                 const std::string& title, const std::string& summary, const std::string& details_url) {
   Json request{{"name", name},
                {"head_sha", sha},
                {"status", "completed"},

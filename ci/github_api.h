@@ -31,9 +31,9 @@ std::string next_link(const std::string& link_header);
 
 struct GithubPull {
   int number = 0;
-  std::string state;           // "open", "closed"
+  std::string state;  // "open", "closed"
   std::string head_sha;
-  std::string base_repo;       // "owner/name" the PR targets
+  std::string base_repo;  // "owner/name" the PR targets
 };
 
 class GithubApi {

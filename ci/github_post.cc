@@ -70,7 +70,8 @@ GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& t
   log << "driftgate post: status " << status_state(verdict) << " on " << target.head_sha.substr(0, 12) << "\n";
 
   if (settings.check_run) {
-    std::string summary = render_comment_body(report, BodyOptions{"", key_shown, artifact, k_github_check_summary_budget});
+    std::string summary =
+        render_comment_body(report, BodyOptions{"", key_shown, artifact, k_github_check_summary_budget});
     try {
       api.create_check_run(target.head_sha, status_name(settings), check_conclusion(verdict), verdict_line(report),
                            summary, artifact);

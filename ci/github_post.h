@@ -16,7 +16,7 @@ struct GithubPostResult {
   int pr = 0;
   bool comment_created = false;  // false: updated in place
   std::string comment_id;
-  bool check_run = false;        // a check run was created
+  bool check_run = false;  // a check run was created
 };
 
 // For a workflow_run target: finds (when target.pr is 0) and verifies the pull

@@ -121,7 +121,8 @@ GithubTarget resolve_github_target(const std::map<std::string, std::string>& env
   }
   target.token = env_value(env, flags.token_env);
   if (target.token.empty()) {
-    throw Error("--token-env " + flags.token_env + ": the variable is unset or empty; in Actions pass "
+    throw Error("--token-env " + flags.token_env +
+                ": the variable is unset or empty; in Actions pass "
                 "`env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` to the step");
   }
   std::string server = env_value(env, "GITHUB_SERVER_URL");

@@ -18,22 +18,22 @@ namespace driftgate {
 
 // Flags of `driftgate post github`; unset ones come from the environment.
 struct GithubFlags {
-  std::optional<std::string> api_url;  // --api-url   (GITHUB_API_URL, https://api.github.com)
-  std::optional<std::string> repo;     // --repo      (GITHUB_REPOSITORY)
-  std::optional<int> pr;               // --pr        (the event payload)
-  std::optional<std::string> sha;      // --sha       (pull_request.head.sha, workflow_run.head_sha)
+  std::optional<std::string> api_url;      // --api-url   (GITHUB_API_URL, https://api.github.com)
+  std::optional<std::string> repo;         // --repo      (GITHUB_REPOSITORY)
+  std::optional<int> pr;                   // --pr        (the event payload)
+  std::optional<std::string> sha;          // --sha       (pull_request.head.sha, workflow_run.head_sha)
   std::string token_env = "GITHUB_TOKEN";  // --token-env: the variable holding the token
 };
 
 struct GithubTarget {
-  std::string api_url;        // no trailing slash; https or loopback http
-  std::string repo;           // "owner/name"
-  int pr = 0;                 // 0: find it by head_sha (workflow_run of a fork PR)
+  std::string api_url;  // no trailing slash; https or loopback http
+  std::string repo;     // "owner/name"
+  int pr = 0;           // 0: find it by head_sha (workflow_run of a fork PR)
   std::string head_sha;
   std::string token;
-  std::string event_name;     // GITHUB_EVENT_NAME ("" outside Actions)
-  bool verify_pull = false;   // workflow_run: check the PR through the API before posting
-  std::string run_url;        // this workflow run's page ("" when unknown)
+  std::string event_name;    // GITHUB_EVENT_NAME ("" outside Actions)
+  bool verify_pull = false;  // workflow_run: check the PR through the API before posting
+  std::string run_url;       // this workflow run's page ("" when unknown)
 };
 
 // Resolves the target. Throws driftgate::Error (exit 2) saying which flag or

@@ -57,7 +57,8 @@ std::string GitlabApi::own_user_id() {
 
 std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
   std::vector<ThreadComment> notes;
-  std::string base = m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes?sort=asc&order_by=created_at&per_page=100";
+  std::string base =
+      m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes?sort=asc&order_by=created_at&per_page=100";
   std::string page = "1";
   // Bounded: 100 pages of 100 notes.
   for (int round = 0; round < 100 && !page.empty(); ++round) {

@@ -67,8 +67,8 @@ GitlabPostResult post_gitlab(const nlohmann::json& report, const GitlabTarget& t
   std::string body = render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_gitlab_note_budget});
   GitlabThread thread(api, target.mr);
   StickyResult sticky = upsert_sticky_comment(thread, marker, body, clock, policy);
-  log << "driftgate post: " << (sticky.created ? "created" : "updated") << " note " << sticky.id << " on merge request !"
-      << target.mr << "\n";
+  log << "driftgate post: " << (sticky.created ? "created" : "updated") << " note " << sticky.id
+      << " on merge request !" << target.mr << "\n";
   std::string verdict = report.value("verdict", "");
   std::string state = verdict == "fail" ? "failed" : "success";
   api.create_status(target.sha, state, status_name(settings), verdict_line(report), artifact);

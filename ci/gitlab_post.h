@@ -18,10 +18,10 @@
 namespace driftgate {
 
 struct GitlabFlags {
-  std::optional<std::string> api_url;     // --api-url     (CI_API_V4_URL)
-  std::optional<std::string> project_id;  // --project-id  (CI_PROJECT_ID)
-  std::optional<int> mr;                  // --mr          (CI_MERGE_REQUEST_IID)
-  std::optional<std::string> sha;         // --sha         (CI_COMMIT_SHA)
+  std::optional<std::string> api_url;                // --api-url     (CI_API_V4_URL)
+  std::optional<std::string> project_id;             // --project-id  (CI_PROJECT_ID)
+  std::optional<int> mr;                             // --mr          (CI_MERGE_REQUEST_IID)
+  std::optional<std::string> sha;                    // --sha         (CI_COMMIT_SHA)
   std::string token_env = "DRIFTGATE_GITLAB_TOKEN";  // --token-env
 };
 

@@ -26,8 +26,8 @@ struct HttpRequest {
 };
 
 struct HttpResponse {
-  int status = 0;               // 0: no response (see transport_error)
-  HttpHeaders headers;          // names as received
+  int status = 0;       // 0: no response (see transport_error)
+  HttpHeaders headers;  // names as received
   std::string body;
   std::string transport_error;  // "connection refused", "read timeout", ...; "" when a response came
 

@@ -42,24 +42,51 @@ std::string escape_text(const std::string& text) {
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
     switch (c) {
-      case '&': result += "&amp;"; break;
-      case '<': result += "&lt;"; break;
-      case '>': result += "&gt;"; break;
-      case '"': result += "&quot;"; break;
-      case '\'': result += "&#39;"; break;
-      case '@': result += std::string("@") + k_zero_width_joiner; break;
+      case '&':
+        result += "&amp;";
+        break;
+      case '<':
+        result += "&lt;";
+        break;
+      case '>':
+        result += "&gt;";
+        break;
+      case '"':
+        result += "&quot;";
+        break;
+      case '\'':
+        result += "&#39;";
+        break;
+      case '@':
+        result += std::string("@") + k_zero_width_joiner;
+        break;
       case ':':
         result += ':';
         if (line.compare(i + 1, 2, "//") == 0) {
           result += k_zero_width_joiner;  // no bare-URL autolink
         }
         break;
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '(': case ')': case '#':
-      case '+': case '-': case '!': case '|': case '~': case '{': case '}':
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '(':
+      case ')':
+      case '#':
+      case '+':
+      case '-':
+      case '!':
+      case '|':
+      case '~':
+      case '{':
+      case '}':
         result += '\\';
         result += c;
         break;
-      default: result += c;
+      default:
+        result += c;
     }
   }
   return result;

@@ -7,10 +7,10 @@
 namespace driftgate {
 
 struct PostSettings {
-  std::string project;        // first half of the sticky identity (default: the repository / project)
-  std::string key = "default";  // the CI matrix key: one comment per (project, key)
-  std::string artifact_url;   // link to the full report ("" : the workflow run page when known)
-  bool check_run = true;      // GitHub: also create a check run when the token can
+  std::string project;            // first half of the sticky identity (default: the repository / project)
+  std::string key = "default";    // the CI matrix key: one comment per (project, key)
+  std::string artifact_url;       // link to the full report ("" : the workflow run page when known)
+  bool check_run = true;          // GitHub: also create a check run when the token can
   std::string step_summary_path;  // GitHub: $GITHUB_STEP_SUMMARY ("" : none)
 };
 

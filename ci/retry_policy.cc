@@ -37,8 +37,8 @@ RetryDecision bounded(milliseconds wait, std::string why, const RetryPolicy& pol
   decision.why = std::move(why);
   decision.retry = decision.wait <= milliseconds(policy.max_wait);
   if (!decision.retry) {
-    decision.why += "; that is longer than the " + std::to_string(policy.max_wait.count()) +
-                    " s driftgate waits, try again later";
+    decision.why +=
+        "; that is longer than the " + std::to_string(policy.max_wait.count()) + " s driftgate waits, try again later";
   }
   return decision;
 }
@@ -94,13 +94,13 @@ RetryDecision decide_retry(const HttpResponse& response, bool idempotent, int at
   if (is_rate_limited(response)) {
     return rate_limit_decision(response, attempt, now, policy);
   }
-  bool server_error = response.status == 500 || response.status == 502 || response.status == 503 ||
-                      response.status == 504;
+  bool server_error =
+      response.status == 500 || response.status == 502 || response.status == 503 || response.status == 504;
   if (response.status != 0 && !server_error) {
     return decision;
   }
   std::string what = response.status == 0 ? "no response (" + response.transport_error + ")"
-                                           : std::to_string(response.status) + " server error";
+                                          : std::to_string(response.status) + " server error";
   if (!idempotent) {
     decision.why = what + "; not retried blindly because the server may have acted on it";
     return decision;

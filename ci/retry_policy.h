@@ -22,12 +22,12 @@
 namespace driftgate {
 
 struct RetryPolicy {
-  int max_attempts = 5;                              // tries of one call, the first included
-  std::chrono::seconds initial_backoff{1};           // first wait after a 5xx or a dropped connection
-  std::chrono::seconds max_backoff{60};              // cap of the doubling
+  int max_attempts = 5;                                // tries of one call, the first included
+  std::chrono::seconds initial_backoff{1};             // first wait after a 5xx or a dropped connection
+  std::chrono::seconds max_backoff{60};                // cap of the doubling
   std::chrono::seconds secondary_rate_limit_wait{60};  // a rate limit without a reset time
-  std::chrono::seconds max_wait{900};                // longer waits give up with an error instead
-  std::chrono::milliseconds mutation_spacing{1000};  // GitHub: mutations one at a time, ~1 s apart
+  std::chrono::seconds max_wait{900};                  // longer waits give up with an error instead
+  std::chrono::milliseconds mutation_spacing{1000};    // GitHub: mutations one at a time, ~1 s apart
 };
 
 struct RetryDecision {

@@ -11,11 +11,10 @@ namespace driftgate {
 namespace {
 
 void check_marker_part(const std::string& value, const std::string& what) {
-  bool ok = !value.empty() && value.size() <= 100 &&
-            std::all_of(value.begin(), value.end(), [](char c) {
-              return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                     std::string("._/:=+-").find(c) != std::string::npos;
-            });
+  bool ok = !value.empty() && value.size() <= 100 && std::all_of(value.begin(), value.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           std::string("._/:=+-").find(c) != std::string::npos;
+  });
   if (!ok) {
     throw Error(what + " '" + value +
                 "': use 1-100 characters from A-Z a-z 0-9 . _ / : = + - (it names the sticky comment)");

@@ -27,8 +27,8 @@ struct ThreadComment {
 class CommentThread {
  public:
   virtual ~CommentThread() = default;
-  virtual std::string own_user_id() = 0;               // the token's user
-  virtual std::vector<ThreadComment> list() = 0;       // every page, oldest first
+  virtual std::string own_user_id() = 0;                    // the token's user
+  virtual std::vector<ThreadComment> list() = 0;            // every page, oldest first
   virtual std::string create(const std::string& body) = 0;  // returns the new id; throws ApiError
   virtual void update(const std::string& id, const std::string& body) = 0;
 };

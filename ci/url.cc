@@ -26,8 +26,8 @@ Url parse_url(const std::string& url, const std::string& what) {
   }
   size_t authority_start = scheme_end + 3;
   size_t path_start = url.find_first_of("/?", authority_start);
-  std::string authority = url.substr(authority_start, path_start == std::string::npos ? std::string::npos
-                                                                                      : path_start - authority_start);
+  std::string authority =
+      url.substr(authority_start, path_start == std::string::npos ? std::string::npos : path_start - authority_start);
   parsed.target = path_start == std::string::npos ? "/" : url.substr(path_start);
   if (parsed.target[0] == '?') {
     parsed.target = "/" + parsed.target;

@@ -45,7 +45,8 @@ TEST_F(ApiClientTest, SendsGithubHeaders) {
 }
 
 TEST_F(ApiClientTest, IdempotentCallIsRetriedAfterServerErrorsWithBackoff) {
-  transport.script = {HttpResponse{500, {}, "{}", ""}, HttpResponse{0, {}, "", "Read"}, HttpResponse{200, {}, "{}", ""}};
+  transport.script = {HttpResponse{500, {}, "{}", ""}, HttpResponse{0, {}, "", "Read"},
+                      HttpResponse{200, {}, "{}", ""}};
   client().send("PATCH", "https://api.github.com/repos/o/r/issues/comments/1", "{}");
   EXPECT_EQ(transport.requests.size(), 3U);
   EXPECT_EQ(clock.sleeps, (std::vector<milliseconds>{milliseconds(1000), milliseconds(2000)}));

@@ -26,7 +26,8 @@ class CmdPostTest : public ::testing::Test {
     dir = std::filesystem::temp_directory_path() / "dg_cmd_post";
     std::filesystem::create_directories(dir);
     report = (dir / "report.json").string();
-    write_file_atomic(report, test::make_report("fail", {test::report_check("m/@team/a~b/o", "regressed", true)}).dump());
+    write_file_atomic(report,
+                      test::make_report("fail", {test::report_check("m/@team/a~b/o", "regressed", true)}).dump());
     event = (dir / "event.json").string();
     write_file_atomic(event, R"({"pull_request":{"number":12,"head":{"sha":")" + std::string(40, 'd') +
                                  R"(","repo":{"full_name":"octo/app"}},"base":{"repo":{"full_name":"octo/app"}}}})");
@@ -44,7 +45,9 @@ class CmdPostTest : public ::testing::Test {
   }
 
   std::map<std::string, std::string> github_env() {
-    return {{"GITHUB_EVENT_PATH", event}, {"GITHUB_EVENT_NAME", "pull_request"}, {"GITHUB_REPOSITORY", "octo/app"},
+    return {{"GITHUB_EVENT_PATH", event},
+            {"GITHUB_EVENT_NAME", "pull_request"},
+            {"GITHUB_REPOSITORY", "octo/app"},
             {"GITHUB_TOKEN", k_token}};
   }
 
@@ -69,12 +72,11 @@ TEST_F(CmdPostTest, DryRunPrintsTheRequestsWithTheTokenRedacted) {
 }
 
 TEST_F(CmdPostTest, GitlabDryRunUsesCiVariables) {
-  Invocation result = post({"gitlab", report, "--dry-run"},
-                           {{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"},
-                            {"CI_PROJECT_ID", "group/proj"},
-                            {"CI_MERGE_REQUEST_IID", "4"},
-                            {"CI_COMMIT_SHA", std::string(40, 'e')},
-                            {"DRIFTGATE_GITLAB_TOKEN", "glpat-secret-value"}});
+  Invocation result = post({"gitlab", report, "--dry-run"}, {{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"},
+                                                             {"CI_PROJECT_ID", "group/proj"},
+                                                             {"CI_MERGE_REQUEST_IID", "4"},
+                                                             {"CI_COMMIT_SHA", std::string(40, 'e')},
+                                                             {"DRIFTGATE_GITLAB_TOKEN", "glpat-secret-value"}});
   EXPECT_EQ(result.code, 0);
   EXPECT_NE(result.out.find("POST https://gitlab.example.com/api/v4/projects/group%2Fproj/merge_requests/4/notes"),
             std::string::npos)

@@ -56,8 +56,8 @@ TEST(CommentBody, NamesFromResultsCannotMentionInjectHtmlOrLinks) {
 TEST(CommentBody, LongReportIsTruncatedWithNoticeAndLinkWithinBudget) {
   std::vector<nlohmann::json> checks;
   for (int i = 0; i < 3000; ++i) {
-    checks.push_back(report_check("exp/input" + std::to_string(i) + "/cpu_fp32~frozen/out", i < 40 ? "regressed" : "new",
-                                  i < 40, std::string(120, 'm')));
+    checks.push_back(report_check("exp/input" + std::to_string(i) + "/cpu_fp32~frozen/out",
+                                  i < 40 ? "regressed" : "new", i < 40, std::string(120, 'm')));
   }
   auto report = make_report("fail", checks);
   BodyOptions options{"<!-- m -->", "linux", "https://ci.example/artifacts/7", k_github_comment_budget};

@@ -161,8 +161,10 @@ void FakeGithubServer::handle(const httplib::Request& request, httplib::Response
   }
   if (request.get_header_value("User-Agent").empty()) {
     m_violations.push_back(line + ": no User-Agent");
-    reply(response, 403, Json{{"message", "Request forbidden by administrative rules. Please make sure your request "
-                                           "has a User-Agent header"}});
+    reply(response, 403,
+          Json{{"message",
+                "Request forbidden by administrative rules. Please make sure your request "
+                "has a User-Agent header"}});
     return;
   }
   if (request.get_header_value("Authorization") != "Bearer " + m_token) {
@@ -193,9 +195,7 @@ void FakeGithubServer::handle(const httplib::Request& request, httplib::Response
     // A content provider that gives up closes the connection mid-reply.
     size_t length = response.body.size() + 100;
     response.body.clear();
-    response.set_content_provider(
-        length, "application/json",
-        [](size_t, size_t, httplib::DataSink&) { return false; });
+    response.set_content_provider(length, "application/json", [](size_t, size_t, httplib::DataSink&) { return false; });
     return;
   }
   serve(request, response);
@@ -258,12 +258,18 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
     Json status = body;
     status["sha"] = match[2];
     m_statuses.push_back(status);
-    reply(response, 201, Json{{"url", url() + path}, {"avatar_url", nullptr}, {"id", m_next_id++},
-                              {"node_id", "SC_1"}, {"state", body["state"]},
-                              {"description", body.value("description", Json())},
-                              {"target_url", body.value("target_url", Json())},
-                              {"context", body.value("context", "default")}, {"created_at", k_time},
-                              {"updated_at", k_time}, {"creator", user_json(m_own_id, m_own_login)}});
+    reply(response, 201,
+          Json{{"url", url() + path},
+               {"avatar_url", nullptr},
+               {"id", m_next_id++},
+               {"node_id", "SC_1"},
+               {"state", body["state"]},
+               {"description", body.value("description", Json())},
+               {"target_url", body.value("target_url", Json())},
+               {"context", body.value("context", "default")},
+               {"created_at", k_time},
+               {"updated_at", k_time},
+               {"creator", user_json(m_own_id, m_own_login)}});
   } else if (std::regex_match(path, match, k_check_runs) && match[1] == m_repo) {
     if (!m_check_runs_allowed) {
       reply(response, 403, Json{{"message", "Resource not accessible by personal access token"}});
@@ -272,14 +278,26 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
     m_check_runs.push_back(body);
     Json output = body.value("output", Json::object());
     reply(response, 201,
-          Json{{"id", m_next_id++}, {"node_id", "CR_1"}, {"head_sha", body["head_sha"]}, {"name", body["name"]},
-               {"url", url() + path}, {"html_url", nullptr}, {"details_url", body.value("details_url", Json())},
-               {"status", "completed"}, {"conclusion", body.value("conclusion", Json())}, {"started_at", k_time},
-               {"completed_at", k_time}, {"external_id", nullptr}, {"check_suite", Json{{"id", 1}}},
-               {"output", Json{{"title", output.value("title", Json())}, {"summary", output.value("summary", Json())},
-                               {"text", nullptr}, {"annotations_count", 0},
+          Json{{"id", m_next_id++},
+               {"node_id", "CR_1"},
+               {"head_sha", body["head_sha"]},
+               {"name", body["name"]},
+               {"url", url() + path},
+               {"html_url", nullptr},
+               {"details_url", body.value("details_url", Json())},
+               {"status", "completed"},
+               {"conclusion", body.value("conclusion", Json())},
+               {"started_at", k_time},
+               {"completed_at", k_time},
+               {"external_id", nullptr},
+               {"check_suite", Json{{"id", 1}}},
+               {"output", Json{{"title", output.value("title", Json())},
+                               {"summary", output.value("summary", Json())},
+                               {"text", nullptr},
+                               {"annotations_count", 0},
                                {"annotations_url", url() + path + "/annotations"}}},
-               {"app", nullptr}, {"pull_requests", Json::array()}});
+               {"app", nullptr},
+               {"pull_requests", Json::array()}});
   } else if (request.method == "GET" && std::regex_match(path, match, k_pull) && match[1] == m_repo) {
     for (const auto& pull : m_pulls) {
       if (pull["number"] == std::stoi(match[2])) {

@@ -23,8 +23,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 12000 && !std::filesystem::exists(argv[2]); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  nlohmann::json summary{{"notes", nlohmann::json::array()}, {"statuses", server.statuses()},
-                         {"violations", server.violations()}};
+  nlohmann::json summary{
+      {"notes", nlohmann::json::array()}, {"statuses", server.statuses()}, {"violations", server.violations()}};
   for (const auto& note : server.notes(9)) {
     summary["notes"].push_back({{"id", note.id}, {"author_id", note.author_id}, {"body", note.body}});
   }

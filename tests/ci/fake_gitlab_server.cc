@@ -97,7 +97,10 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
   Json body = Json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
   auto author = [&](long long id) { return Json{{"id", id}, {"username", id == own_id() ? "project_bot" : "other"}}; };
   auto note_json = [&](const Note& note) {
-    return Json{{"id", note.id}, {"body", note.body}, {"author", author(note.author_id)}, {"system", false},
+    return Json{{"id", note.id},
+                {"body", note.body},
+                {"author", author(note.author_id)},
+                {"system", false},
                 {"noteable_type", "MergeRequest"}};
   };
   static const std::regex k_notes(R"(/api/v4/projects/([^/]+)/merge_requests/(\d+)/notes)");
@@ -141,8 +144,7 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
       }
     }
     reply(response, 404, Json{{"message", "404 Not found"}});
-  } else if (request.method == "POST" && std::regex_match(request.path, match, k_status) &&
-             match[1] == m_project_id) {
+  } else if (request.method == "POST" && std::regex_match(request.path, match, k_status) && match[1] == m_project_id) {
     static const std::set<std::string> k_states = {"pending", "running", "success", "failed", "canceled"};
     if (!k_states.count(body.value("state", ""))) {
       m_violations.push_back(line + ": state '" + body.value("state", "") + "' is not a GitLab status state");
@@ -150,8 +152,11 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
     Json status = body;
     status["sha"] = match[2];
     m_statuses.push_back(status);
-    reply(response, 201, Json{{"id", m_next_id++}, {"sha", match[2]}, {"status", body.value("state", "")},
-                              {"name", body.value("name", "default")}});
+    reply(response, 201,
+          Json{{"id", m_next_id++},
+               {"sha", match[2]},
+               {"status", body.value("state", "")},
+               {"name", body.value("name", "default")}});
   } else {
     m_violations.push_back(line + ": not an endpoint driftgate should call");
     reply(response, 404, Json{{"message", "404 Not found"}});

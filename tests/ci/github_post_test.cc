@@ -156,7 +156,8 @@ TEST_F(GithubPostTest, PersistentFailureIsBoundedAndNamesTheCall) {
 }
 
 TEST_F(GithubPostTest, MissingStatusesPermissionStopsWithThePermissionToAdd) {
-  server->fail_next("POST /repos/octo/app/statuses", 403, {}, R"({"message":"Resource not accessible by integration"})");
+  server->fail_next("POST /repos/octo/app/statuses", 403, {},
+                    R"({"message":"Resource not accessible by integration"})");
   try {
     post(failing());
     FAIL() << "expected ApiError";

@@ -27,14 +27,19 @@ class GithubTargetTest : public ::testing::Test {
   std::map<std::string, std::string> env_for(const nlohmann::json& payload, const std::string& event_name) {
     std::string path = (std::filesystem::temp_directory_path() / ("dg_event_" + event_name + ".json")).string();
     write_file_atomic(path, payload.dump());
-    return {{"GITHUB_EVENT_PATH", path},     {"GITHUB_EVENT_NAME", event_name}, {"GITHUB_REPOSITORY", "Codertocat/Hello-World"},
-            {"GITHUB_TOKEN", "ghs_token1234"}, {"GITHUB_SERVER_URL", "https://github.com"}, {"GITHUB_RUN_ID", "77"},
+    return {{"GITHUB_EVENT_PATH", path},
+            {"GITHUB_EVENT_NAME", event_name},
+            {"GITHUB_REPOSITORY", "Codertocat/Hello-World"},
+            {"GITHUB_TOKEN", "ghs_token1234"},
+            {"GITHUB_SERVER_URL", "https://github.com"},
+            {"GITHUB_RUN_ID", "77"},
             {"GITHUB_SHA", std::string(40, '0')}};
   }
 };
 
 TEST_F(GithubTargetTest, PullRequestUsesTheHeadShaNotTheMergeCommit) {
-  GithubTarget target = resolve_github_target(env_for(event("pull_request.opened.json"), "pull_request"), GithubFlags{});
+  GithubTarget target =
+      resolve_github_target(env_for(event("pull_request.opened.json"), "pull_request"), GithubFlags{});
   EXPECT_EQ(target.pr, 2);
   EXPECT_EQ(target.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
   EXPECT_EQ(target.api_url, "https://api.github.com");

@@ -32,7 +32,9 @@ class GitlabPostTest : public ::testing::Test {
                                    GitlabFlags{});
     settings.key = "linux-cpu";
   }
-  void TearDown() override { EXPECT_TRUE(server.violations().empty()) << ::testing::PrintToString(server.violations()); }
+  void TearDown() override {
+    EXPECT_TRUE(server.violations().empty()) << ::testing::PrintToString(server.violations());
+  }
 
   GitlabPostResult post(const nlohmann::json& report) {
     HttplibTransport transport;
@@ -90,7 +92,8 @@ TEST_F(GitlabPostTest, RateLimitIsWaitedOut) {
 
 TEST_F(GitlabPostTest, ContextComesFromVariablesAndSaysWhatIsMissing) {
   try {
-    resolve_gitlab_target({{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"}, {"CI_PROJECT_ID", "1"}}, GitlabFlags{});
+    resolve_gitlab_target({{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"}, {"CI_PROJECT_ID", "1"}},
+                          GitlabFlags{});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no merge request: pass --mr IID"), std::string::npos) << e.what();

@@ -202,8 +202,8 @@ std::vector<std::string> OpenApiValidator::check_request(const std::string& meth
     if (parsed.is_discarded()) {
       violations.push_back(where + ": body is not JSON");
     } else {
-      check_schema((*operation)["requestBody"]["content"]["application/json"]["schema"], parsed, where + " body",
-                   true, violations);
+      check_schema((*operation)["requestBody"]["content"]["application/json"]["schema"], parsed, where + " body", true,
+                   violations);
     }
   } else if (!body.empty()) {
     violations.push_back(where + ": this operation takes no body");

@@ -41,8 +41,8 @@ TEST(RetryPolicy, ResetTooFarAwayGivesUp) {
 }
 
 TEST(RetryPolicy, MissingPermissionIsNeverRetried) {
-  HttpResponse forbidden = response(403, {{"x-ratelimit-remaining", "0"}},
-                                    R"({"message":"Resource not accessible by integration"})");
+  HttpResponse forbidden =
+      response(403, {{"x-ratelimit-remaining", "0"}}, R"({"message":"Resource not accessible by integration"})");
   EXPECT_TRUE(is_missing_permission(forbidden));
   EXPECT_FALSE(is_rate_limited(forbidden));
   EXPECT_FALSE(decide_retry(forbidden, true, 0, k_now, RetryPolicy{}).retry);
