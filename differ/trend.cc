@@ -65,6 +65,9 @@ class EnvBuilder {
       series.max_abs.resize(points, k_nan);
       m_series.checks.push_back(std::move(series));
     }
+    for (auto& [backend, values] : m_thresholds) {
+      m_series.sweep.push_back(make_sweep_curve(backend, std::move(values), m_sweep_points));
+    }
     return std::move(m_series);
   }
 
@@ -77,9 +80,9 @@ class EnvBuilder {
     return it->second;
   }
 
-  // Only the newest baseline's sweep is kept; each call replaces the last.
+  // Remembers the sweep thresholds of `run`; only the newest baseline's are drawn.
   void set_sweep(const RunFile& run) {
-    std::map<std::string, std::vector<double>> thresholds;
+    m_thresholds.clear();
     std::map<double, int> atol_counts;
     for (const auto& check : run.checks) {
       if (check.status == CheckStatus::k_skipped) {
@@ -87,12 +90,8 @@ class EnvBuilder {
       }
       bool numeric = check.status == CheckStatus::k_pass || check.status == CheckStatus::k_fail_numeric;
       bool usable = numeric && check.stats && std::isfinite(check.stats->min_atol);
-      thresholds[check.target].push_back(usable ? check.stats->min_atol : INFINITY);
+      m_thresholds[check.target].push_back(usable ? check.stats->min_atol : INFINITY);
       ++atol_counts[check.tolerance.atol];
-    }
-    m_series.sweep.clear();
-    for (auto& [backend, values] : thresholds) {
-      m_series.sweep.push_back(make_sweep_curve(backend, std::move(values), m_sweep_points));
     }
     int best = 0;
     for (const auto& [atol, count] : atol_counts) {
@@ -107,6 +106,7 @@ class EnvBuilder {
   EnvSeries m_series;
   std::map<std::string, CheckSeries> m_checks;
   std::map<std::string, std::vector<BackendRate>> m_backend_rates;
+  std::map<std::string, std::vector<double>> m_thresholds;  // of the newest baseline, by target
 };
 
 // The environment among `candidates` that differs from `after` in the fewest keyed fields.

@@ -263,7 +263,8 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
   html << "<h2 id=\"sweep\">Tolerance sweep</h2>\n<p class=\"note\">Pass rate of the newest baseline of each "
           "environment had it "
           "been judged with another atol, computed from each check's recorded <code>min_atol</code> without "
-          "re-running. Checks that fail for another reason (crash, shape, non-finite) never pass.</p>\n";
+          "re-running, under the assert_close rule (|a-b| &lt;= atol + rtol*|b|, at each check's configured rtol). "
+          "Checks that fail for another reason (crash, shape, non-finite) never pass.</p>\n";
   for (const auto& env : trend.envs) {
     html << sweep_chart(env, trend);
   }
