@@ -75,6 +75,22 @@ std::pair<std::optional<Hit>, std::optional<Hit>> nearest_hits(const BaselineSto
   return {std::nullopt, other};
 }
 
+// A baseline accepted on the branch itself (driftgate baseline accept) for the run's
+// commit or one of its first parents above the start: the refresh the user asked for.
+std::optional<Hit> accepted_on_branch(const GitRepo& repo, const BaselineStore& store, const std::string& head,
+                                      const std::string& start, const std::string& own, int max_walk) {
+  if (head == start) {
+    return std::nullopt;
+  }
+  std::vector<std::string> branch = repo.first_parent_walk(head, max_walk);
+  for (size_t i = 0; i < branch.size() && branch[i] != start; ++i) {
+    if (store.contains(own, branch[i]) && !store.acceptance_log(own, branch[i]).empty()) {
+      return Hit{branch[i], own, 0};
+    }
+  }
+  return std::nullopt;
+}
+
 void take(BaselineSelection& selection, const BaselineStore& store, const Hit& hit) {
   selection.found = true;
   selection.sha = hit.sha;
@@ -104,6 +120,13 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
   selection.notes = start.notes;
   std::vector<std::string> walk = repo.first_parent_walk(start.sha, request.max_walk);
   std::string own = request.environment.key();
+  if (std::optional<Hit> accepted = accepted_on_branch(repo, store, request.head_sha, start.sha, own, request.max_walk)) {
+    take(selection, store, *accepted);
+    selection.start_sha = accepted->sha;
+    selection.notes.push_back("using the baseline accepted on this branch at " + short_sha(accepted->sha) +
+                              " (driftgate baseline accept), not the merge base's");
+    return selection;
+  }
   auto [same, other] = nearest_hits(store, walk, own);
   if (same) {
     take(selection, store, *same);

@@ -5,7 +5,10 @@
 // base of the run's commit and the target branch (or the commit itself when no
 // base is known), and the baseline is the nearest first-parent ancestor of the
 // start (start included, bounded walk) that has a baseline for the same
-// environment key. Finding none is a neutral outcome with a reason; comparing
+// environment key. One exception comes first: a baseline accepted on the branch
+// itself (`baseline accept` for the run's commit or a first parent above the
+// start, with an acceptance log) is the refresh the user asked for, so it wins,
+// with a note. Finding none is a neutral outcome with a reason; comparing
 // across environments happens only when asked (allow_env_mismatch) and is marked.
 #pragma once
 

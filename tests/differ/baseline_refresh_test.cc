@@ -148,6 +148,34 @@ TEST_F(RefreshTest, AFailingDiffPrintsTheRefreshCommandAndProposesTheBaseline) {
   EXPECT_EQ(command(cmd_diff, {run_path}).code, 0);
 }
 
+TEST_F(RefreshTest, ABaselineAcceptedOnTheBranchWinsOverTheMergeBase) {
+  repo.git("checkout -q -b feature " + c1);
+  std::string f1 = repo.commit("f1");
+  std::string f2 = repo.commit("f2");
+  RunFile run = make_run(f1, make_environment(), {make_check("a", S::k_fail_numeric, 0.5),
+                                                  make_check("b", S::k_pass, 1e-7), make_check("gone", S::k_pass, 1e-7)});
+  std::ostringstream content;
+  write_run(content, run);
+  write_file_atomic(run_path, content.str());
+  EXPECT_EQ(command(cmd_diff, {run_path, "--base", "main"}).code, 1);
+  // A plain baseline of a branch commit (no acceptance log) is not taken.
+  DirectoryStore(store).save(run);
+  EXPECT_EQ(command(cmd_diff, {run_path, "--base", "main"}).code, 1);
+  DirectoryStore(store).remove(key, f1);
+  EXPECT_EQ(command(cmd_baseline, {"accept", "exp/a/*", "--reason", "intended", "--run", run_path, "--base", "main"})
+                .code,
+            0);
+  // The run of a later commit of the branch uses the accepted baseline too.
+  run.header.commit.sha = f2;
+  std::ostringstream later;
+  write_run(later, run);
+  write_file_atomic(run_path, later.str());
+  Invocation diff = command(cmd_diff, {run_path, "--base", "main", "--format", "text"});
+  EXPECT_EQ(diff.code, 0) << diff.out;
+  EXPECT_NE(diff.out.find("note: using the baseline accepted on this branch at " + f1.substr(0, 7)), std::string::npos)
+      << diff.out;
+}
+
 TEST_F(RefreshTest, PruneKeepsTheNewestByFirstParentOrder) {
   std::string c3 = repo.commit("c3");
   std::string c4 = repo.commit("c4");
