@@ -46,6 +46,7 @@ struct PostRequest {
   bool dry_run = false;
   bool verbose = false;
   HttpTimeouts timeouts;
+  std::string ca_file;  // PEM bundle for https ("" : the system store)
 };
 
 std::optional<PostRequest> parse_request(CommandContext& context) {
@@ -73,6 +74,7 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       "no-check-run", po::bool_switch(&no_check_run), "GitHub: commit status only, no check run")(
       "connect-timeout", po::value<int>(&connect_s)->default_value(10), "seconds to connect (TCP and TLS)")(
       "read-timeout", po::value<int>(&read_s)->default_value(30), "seconds to wait for response bytes")(
+      "ca-file", po::value<std::string>(&request.ca_file), "PEM CA bundle for https (default: the system store)")(
       "dry-run", po::bool_switch(&request.dry_run), "print the requests (token redacted) instead of sending them")(
       "verbose,v", po::bool_switch(&request.verbose), "log every API call to stderr");
   po::positional_options_description positional;
@@ -120,7 +122,7 @@ int cmd_post(CommandContext& context) {
   nlohmann::json report = parse_report(read_file(request->report_path), request->report_path);
   Redactor redactor;
   SystemClock clock;
-  HttplibTransport network(request->timeouts);
+  HttplibTransport network(request->timeouts, request->ca_file);
   DryRunTransport printer(context.out, redactor);
   HttpTransport& transport = request->dry_run ? static_cast<HttpTransport&>(printer) : network;
   ApiConfig config;

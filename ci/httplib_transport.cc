@@ -18,6 +18,9 @@ HttpResponse HttplibTransport::send(const HttpRequest& request) {
   client.set_url_encode(false);  // the API clients encode path segments themselves
   if (url.scheme == "https") {
     client.enable_server_certificate_verification(true);
+    if (!m_ca_file.empty()) {
+      client.set_ca_cert_path(m_ca_file);
+    }
   }
 
   httplib::Request native;

@@ -5,8 +5,11 @@
 // server certificate against the system CA store; plain http is refused unless the
 // host is loopback (see url.h). Redirects are not followed: an API that redirects a
 // mutation is a misconfigured base URL, and following it could carry the token
-// elsewhere.
+// elsewhere. A CA bundle can replace the system store (a GitHub Enterprise or
+// self-managed GitLab with a private CA).
 #pragma once
+
+#include <string>
 
 #include "ci/http_transport.h"
 
@@ -14,12 +17,15 @@ namespace driftgate {
 
 class HttplibTransport : public HttpTransport {
  public:
-  explicit HttplibTransport(HttpTimeouts timeouts = {}) : m_timeouts(timeouts) {}
+  // `ca_file`: a PEM bundle to verify servers against; "" uses the system store.
+  explicit HttplibTransport(HttpTimeouts timeouts = {}, std::string ca_file = "")
+      : m_timeouts(timeouts), m_ca_file(std::move(ca_file)) {}
 
   HttpResponse send(const HttpRequest& request) override;
 
  private:
   HttpTimeouts m_timeouts;
+  std::string m_ca_file;
 };
 
 }  // namespace driftgate
