@@ -160,7 +160,7 @@ std::string verdict_line(const Json& report) {
 }
 
 size_t measure(const std::string& text, const BodyBudget& budget) {
-  return budget.bytes ? text.size() : utf8_length(text);
+  return budget.bytes ? text.size() : utf16_length(text);
 }
 
 std::string render_comment_body(const Json& report, const BodyOptions& options) {

@@ -16,7 +16,7 @@ namespace driftgate {
 // A surface's size limit and how it counts.
 struct BodyBudget {
   size_t limit = 0;
-  bool bytes = false;  // false: Unicode characters (code points)
+  bool bytes = false;  // false: characters, counted as UTF-16 code units (emoji count twice)
 };
 
 inline constexpr BodyBudget k_github_comment_budget{65536, false};

@@ -81,7 +81,7 @@ GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& t
         throw;
       }
       // Only GitHub App tokens (the Actions GITHUB_TOKEN is one) may create check runs.
-      log << "driftgate post: no check run (this token cannot create one; the commit status carries the verdict)\n";
+      log << "driftgate post: no check run, the commit status carries the verdict (" << e.what() << ")\n";
     }
   }
   if (!settings.step_summary_path.empty()) {

@@ -113,4 +113,14 @@ size_t utf8_length(const std::string& text) {
   return count;
 }
 
+size_t utf16_length(const std::string& text) {
+  size_t count = 0;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) != 0x80) {
+      count += (c & 0xF8) == 0xF0 ? 2 : 1;
+    }
+  }
+  return count;
+}
+
 }  // namespace driftgate

@@ -29,7 +29,11 @@ std::string escape_text(const std::string& text);
 // with "..." appended when cut.
 std::string truncate_utf8(const std::string& text, size_t max_bytes);
 
-// Number of Unicode code points in UTF-8 `text` (GitHub counts comment length in characters).
+// Number of Unicode code points in UTF-8 `text`.
 size_t utf8_length(const std::string& text);
+
+// Number of UTF-16 code units of UTF-8 `text` (code points above U+FFFF count twice).
+// GitHub's "characters" limits are checked with this, the stricter reading.
+size_t utf16_length(const std::string& text);
 
 }  // namespace driftgate

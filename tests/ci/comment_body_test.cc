@@ -62,8 +62,8 @@ TEST(CommentBody, LongReportIsTruncatedWithNoticeAndLinkWithinBudget) {
   auto report = make_report("fail", checks);
   BodyOptions options{"<!-- m -->", "linux", "https://ci.example/artifacts/7", k_github_comment_budget};
   std::string body = render_comment_body(report, options);
-  EXPECT_LE(utf8_length(body), 65536U);
-  EXPECT_GT(utf8_length(body), 60000U) << "the budget is used, not wasted";
+  EXPECT_LE(utf16_length(body), 65536U);
+  EXPECT_GT(utf16_length(body), 60000U) << "the budget is used, not wasted";
   EXPECT_NE(body.find("**Truncated:**"), std::string::npos);
   EXPECT_NE(body.find("see [report.json](https://ci.example/artifacts/7)"), std::string::npos);
   EXPECT_EQ(count_of(body, "<details>"), count_of(body, "</details>"));

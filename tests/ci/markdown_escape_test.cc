@@ -27,6 +27,8 @@ TEST(MarkdownEscape, TruncatesOnUtf8Boundaries) {
   EXPECT_EQ(truncate_utf8(text, 8), text);
   EXPECT_EQ(truncate_utf8(text, 7), "ab...");
   EXPECT_EQ(utf8_length(text), 4U);
+  EXPECT_EQ(utf16_length(text), 4U);
+  EXPECT_EQ(utf16_length("\xF0\x9F\x98\x80!"), 3U);  // U+1F600 is a surrogate pair
 }
 
 }  // namespace
