@@ -101,6 +101,13 @@ std::vector<std::string> FakeGithubServer::violations() const {
   return m_violations;
 }
 
+std::vector<std::string> FakeGithubServer::take_violations() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  std::vector<std::string> taken;
+  taken.swap(m_violations);
+  return taken;
+}
+
 int FakeGithubServer::requests(const std::string& match) const {
   std::lock_guard<std::mutex> lock(m_mutex);
   int count = 0;

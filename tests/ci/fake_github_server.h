@@ -58,6 +58,8 @@ class FakeGithubServer {
   std::vector<nlohmann::json> statuses() const;
   std::vector<nlohmann::json> check_runs() const;
   std::vector<std::string> violations() const;
+  // Returns the violations so far and forgets them (tests of the validation itself).
+  std::vector<std::string> take_violations();
   // Requests received whose "METHOD path" contains `match`.
   int requests(const std::string& match) const;
 

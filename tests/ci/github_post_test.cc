@@ -140,6 +140,35 @@ TEST_F(GithubPostTest, RateLimitWithRetryAfterIsWaitedOut) {
   EXPECT_EQ(server->requests("PATCH"), 3);
 }
 
+TEST_F(GithubPostTest, DroppedListingIsRetriedAndExhaustedQuotaWaitsForTheReset) {
+  server->drop_after_apply_next("GET /repos/octo/app/issues/2/comments");
+  server->fail_next("GET /user", 403,
+                    {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", std::to_string(clock.epoch_seconds() + 5)}},
+                    R"({"message":"API rate limit exceeded for installation."})");
+  post(failing());
+  EXPECT_EQ(server->comments(2).size(), 1U);
+  EXPECT_EQ(server->requests("GET /repos/octo/app/issues/2/comments"), 2);
+  ASSERT_GE(clock.sleeps.size(), 2U);
+  EXPECT_EQ(clock.sleeps[0], milliseconds(6000)) << "until x-ratelimit-reset, plus a second";
+  EXPECT_EQ(clock.sleeps[1], milliseconds(1000)) << "first back-off after the dropped listing";
+}
+
+TEST_F(GithubPostTest, TheFakeRejectsWhatGithubWouldReject) {
+  HttplibTransport transport;
+  std::string base = server->url() + "/repos/octo/app";
+  HttpHeaders auth = {{"Authorization", "Bearer " + k_token}, {"User-Agent", "t"}};
+  transport.send(HttpRequest{"POST", base + "/issues/2/comments", auth, R"({"body":"x","title":"y"})"});
+  transport.send(HttpRequest{"POST", base + "/statuses/" + k_sha, github_headers(k_token), R"({"state":"green"})"});
+  transport.send(HttpRequest{"GET", base + "/issues/2/comments?per_page=500", github_headers(k_token), ""});
+  transport.send(HttpRequest{"PUT", base + "/issues/comments/1", github_headers(k_token), R"({"body":"x"})"});
+  std::string found = ::testing::PrintToString(server->take_violations());
+  for (const char* expected : {"header Accept is '*/*'", "header X-GitHub-Api-Version is ''",
+                               "property 'title' is not in the schema", "body.state:", "is not one of [",
+                               "per_page is at most 100", "PUT /repos/octo/app/issues/comments/1: no such operation"}) {
+    EXPECT_NE(found.find(expected), std::string::npos) << expected << " not in " << found;
+  }
+}
+
 TEST_F(GithubPostTest, PersistentFailureIsBoundedAndNamesTheCall) {
   server->fail_next("GET /repos/octo/app/issues/2/comments", 502, {}, "{}", 50);
   try {
