@@ -1,5 +1,6 @@
 // driftgate run: runs experiments on their reference and target backends and
 // writes the run file (header, one record per check, summary).
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -29,17 +30,41 @@ struct RunRequest {
   int threads = 1;                   // intra-op threads of backends that do not set their own
   std::string repo = ".";            // a directory inside the git checkout (for the commit stamp)
   bool quiet = false;                // no progress lines; only the result line and errors
+  bool in_process = false;           // no forked children: faster to debug, but a crash ends the run
+  std::string shard;                 // "i/N": run the i-th of N deterministic slices (0-based)
 };
 
+// "2/4" -> {2, 4}. Throws driftgate::Error unless 0 <= i < N.
+ShardInfo parse_shard(const std::string& text) {
+  ShardInfo shard;
+  size_t slash = text.find('/');
+  char* end = nullptr;
+  bool valid = slash != std::string::npos && slash > 0 && slash + 1 < text.size();
+  if (valid) {
+    long index = std::strtol(text.c_str(), &end, 10);
+    valid = end == text.c_str() + slash;
+    long count = std::strtol(text.c_str() + slash + 1, &end, 10);
+    valid = valid && *end == '\0' && count >= 1 && count <= 100000 && index >= 0 && index < count;
+    shard.index = static_cast<int>(index);
+    shard.count = static_cast<int>(count);
+  }
+  if (!valid) {
+    throw Error("driftgate run: --shard '" + text + "': expected i/N with 0 <= i < N (0-based), e.g. --shard 0/4");
+  }
+  return shard;
+}
+
 const CommandHelp k_help{
-    "driftgate run CONFIG.yaml... -o RUN.jsonl [--threads N] [--repo DIR] [-q]",
+    "driftgate run CONFIG.yaml... -o RUN.jsonl [--threads N] [--shard i/N] [--repo DIR] [--in-process] [-q]",
     "Loads every experiment config first (any error: exit 2, nothing written), then runs each model on\n"
-    "its reference backend and every target backend, each a separately loaded instance, and compares\n"
-    "every output leaf of every input (tier 1: shape, dtype, NaN/inf, |a-b| <= atol + rtol*|b|). Writes\n"
+    "its reference backend, every target backend and a float64 oracle, each a separately loaded instance\n"
+    "in its own forked process, and compares every output leaf of every input (tier 1: shape, dtype,\n"
+    "NaN/inf, then the experiment's rule: assert_close by default, polygraphy, normwise or oracle). Writes\n"
     "one JSONL run file: a header (commit, environment and its key, hashes of configs and models), one\n"
-    "record per check (inputs x targets x outputs; a target that crashes or cannot run here still gets\n"
-    "its records, as error or skipped) and a summary. Progress goes to stderr.\n"
-    "Exit 1 when any check failed (fail_* or error); skipped checks do not fail the run.",
+    "record per check (inputs x targets x outputs; a target that aborts, segfaults, exceeds timeout_s or\n"
+    "cannot run here still gets its records: crash_ref, crash_target, timeout, skipped) and a summary.\n"
+    "Progress, with each target's error against the reference and against float64, goes to stderr.\n"
+    "Exit 1 when any check failed (fail_*, crash_*, timeout); skipped checks do not fail the run.",
     "driftgate run configs/*.yaml -o out/run.jsonl --threads 1   # then: driftgate diff out/run.jsonl"};
 
 std::optional<RunRequest> parse_request(CommandContext& context) {
@@ -53,6 +78,10 @@ std::optional<RunRequest> parse_request(CommandContext& context) {
        "intra-op threads for backends that do not set their own (enters the environment key)")
       ("repo", po::value<std::string>(&request.repo)->default_value("."),
        "a directory inside the git checkout whose HEAD stamps the run")
+      ("shard", po::value<std::string>(&request.shard),
+       "i/N: run only the (experiment, input) pairs at positions i, i+N, ... (0-based); join with merge")
+      ("in-process", po::bool_switch(&request.in_process),
+       "run every backend in this process (no isolation: a crash or hang ends the run)")
       ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr");
   po::positional_options_description positional;
   positional.add("config", -1);
@@ -124,6 +153,10 @@ int cmd_run(CommandContext& context) {
   Environment environment = probe_environment(request->threads);
   RunnerOptions options;
   options.threads = request->threads;
+  options.isolate = !request->in_process;
+  if (!request->shard.empty()) {
+    options.shard = parse_shard(request->shard);
+  }
 
   NullBuffer null_buffer;
   std::ostream null_stream(&null_buffer);

@@ -278,7 +278,7 @@ class Reader {
 };
 
 const std::vector<std::string> k_experiment_keys = {"name",     "model",     "inputs",  "reference", "targets",
-                                                    "backends", "tolerance", "repeats", "oracle"};
+                                                    "backends", "tolerance", "repeats", "oracle",  "timeout_s"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",    "device",   "dtype",
@@ -541,6 +541,12 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   if (experiment.tolerance.rule == ToleranceRule::k_oracle && !experiment.oracle) {
     reader.fail(root["oracle"].Mark(), "the oracle rule judges targets against the float64 oracle; remove "
                                        "'oracle: false' or choose another rule");
+  }
+  if (const YAML::Node timeout = root["timeout_s"]) {
+    experiment.timeout_s = reader.number(timeout, "timeout_s");
+    if (experiment.timeout_s <= 0.0 || experiment.timeout_s > 86400.0) {
+      reader.fail(timeout.Mark(), "timeout_s must be more than 0 and at most 86400 (a day), got " + timeout.Scalar());
+    }
   }
   if (const YAML::Node repeats = root["repeats"]) {
     experiment.repeats = static_cast<int>(reader.integer(repeats, "repeats", 1, 100));

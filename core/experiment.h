@@ -112,6 +112,9 @@ struct Experiment {
   // input, so each check records both sides' error against it. The oracle rule needs it.
   bool oracle = true;
   int repeats = 2;  // forwards per (backend, input); >= 2 measures run-to-run variance
+  // Time limit for loading a backend and for one input's forwards (all repeats) in an
+  // isolated run; beyond it the check is recorded as timeout and the run goes on.
+  double timeout_s = 120.0;
 };
 
 // Loads and validates one experiment. Throws driftgate::Error with

@@ -146,8 +146,9 @@ at::Device device_of(Device device) {
   return device == Device::k_cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
 }
 
-// Why `spec` cannot run here, or "" when it can.
-std::string skip_reason_for(const BackendSpec& spec) {
+}  // namespace
+
+std::string backend_skip_reason(const BackendSpec& spec) {
   if (spec.device == Device::k_cuda) {
     if (at::show_config().find("USE_CUDA=ON") == std::string::npos) {
       return "this LibTorch build has no CUDA (USE_CUDA=OFF); run this backend with a CUDA build "
@@ -169,6 +170,8 @@ std::string skip_reason_for(const BackendSpec& spec) {
   }
   return "";
 }
+
+namespace {
 
 void collect_tensor_pointer(const at::Tensor& tensor, std::vector<const void*>& pointers) {
   if (!tensor.defined()) {
@@ -264,7 +267,7 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
                 std::to_string(threads) + ")");
   }
   instance.m_threads = threads;
-  instance.m_skip_reason = skip_reason_for(spec);
+  instance.m_skip_reason = backend_skip_reason(spec);
   if (instance.skipped()) {
     return instance;
   }

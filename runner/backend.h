@@ -86,6 +86,10 @@ class BackendInstance {
   torch::jit::Module m_module;
 };
 
+// Why `spec` cannot run in this build or on this machine (no CUDA, float16 on
+// the CPU, the NNC fuser without LLVM), or "" when it can. Loads nothing.
+std::string backend_skip_reason(const BackendSpec& spec);
+
 // Throws driftgate::Error when any tensor storage of `target` is also one of
 // `reference`'s: the guarantee that reference and target never alias. Skipped
 // instances hold nothing and always pass.

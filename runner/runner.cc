@@ -1,5 +1,7 @@
 #include "runner/runner.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,34 +15,12 @@
 #include "core/file_util.h"
 #include "core/tolerance.h"
 #include "runner/backend.h"
+#include "runner/backend_run.h"
 #include "runner/inputs.h"
 #include "runner/tier1.h"
 
 namespace driftgate {
 namespace {
-
-// The outputs of `repeats` forwards of one backend on one input.
-struct Forwards {
-  std::vector<c10::IValue> outputs;
-  double median_ms = 0.0;
-  std::map<std::string, double> repeat_max_abs;  // per numeric leaf; empty for one repeat
-};
-
-Forwards run_forwards(BackendInstance& instance, const at::Tensor& input, int repeats) {
-  Forwards forwards;
-  std::vector<double> times;
-  for (int r = 0; r < std::max(1, repeats); ++r) {
-    auto start = std::chrono::steady_clock::now();
-    forwards.outputs.push_back(instance.forward(input));
-    std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
-    times.push_back(elapsed.count());
-  }
-  std::sort(times.begin(), times.end());
-  size_t middle = times.size() / 2;
-  forwards.median_ms = times.size() % 2 == 1 ? times[middle] : (times[middle - 1] + times[middle]) / 2.0;
-  forwards.repeat_max_abs = repeat_max_abs(forwards.outputs);
-  return forwards;
-}
 
 ExperimentHeader make_header(const Experiment& experiment) {
   ExperimentHeader header;
@@ -103,6 +83,7 @@ class ExperimentRun {
       : m_experiment(experiment),
         m_inputs(inputs),
         m_source{experiment.config_path, experiment.model_path, options.threads},
+        m_backend_options{experiment.repeats, experiment.timeout_s, options.isolate},
         m_log(log),
         m_grid(inputs.size(), std::vector<std::vector<CheckRecord>>(experiment.targets.size())) {}
 
@@ -127,25 +108,17 @@ class ExperimentRun {
   void run_reference() {
     m_reference_results.resize(m_inputs.size());
     m_reference_errors.resize(m_inputs.size());
-    try {
-      m_reference.emplace(BackendInstance::load(m_experiment.reference, m_source));
-    } catch (const Error& e) {
-      m_reference_load_error = e.what();
-      return;
-    }
-    if (m_reference->skipped()) {
-      return;
-    }
+    m_reference_timed_out.resize(m_inputs.size(), false);
+    m_reference_run = run_backend(m_experiment.reference, m_source, m_inputs, std::vector<bool>(m_inputs.size(), true),
+                                  m_backend_options, nullptr, &m_reference_instance);
     for (size_t i = 0; i < m_inputs.size(); ++i) {
-      try {
-        m_reference_results[i] = run_forwards(*m_reference, m_inputs[i], m_experiment.repeats);
-      } catch (const Error& e) {
-        m_reference_errors[i] = e.what();
-        continue;
-      } catch (const std::exception& e) {
-        m_reference_errors[i] = "measuring the reference's outputs failed: " + torch_error_summary(e);
+      InputRun& input = m_reference_run.inputs[i];
+      if (!input.forwards) {
+        m_reference_errors[i] = input.error;
+        m_reference_timed_out[i] = input.timed_out;
         continue;
       }
+      m_reference_results[i] = std::move(input.forwards);
       if (m_reference_paths.empty()) {
         for (const auto& leaf : flatten_output(m_reference_results[i]->outputs.front())) {
           m_reference_paths.push_back(leaf.path);
@@ -154,29 +127,29 @@ class ExperimentRun {
     }
   }
 
+  const BackendInstance* reference_instance() const {
+    return m_reference_instance ? &*m_reference_instance : nullptr;
+  }
+
   // One forward of the oracle per input on which the reference ran; failures are
   // kept as text (a model may refuse float64) and only fail checks of the oracle rule.
   void run_oracle() {
     m_oracle_outputs.resize(m_inputs.size());
     m_oracle_errors.resize(m_inputs.size());
-    std::optional<BackendInstance> oracle;
-    try {
-      oracle.emplace(BackendInstance::load(oracle_spec(), m_source));
-      if (m_reference && !m_reference->skipped()) {
-        check_no_shared_storage(*m_reference, *oracle);
-      }
-    } catch (const Error& e) {
-      std::fill(m_oracle_errors.begin(), m_oracle_errors.end(), std::string("the float64 oracle failed: ") + e.what());
-      return;
-    }
+    std::vector<bool> wanted(m_inputs.size());
     for (size_t i = 0; i < m_inputs.size(); ++i) {
-      if (!m_reference_results[i]) {
-        continue;
-      }
-      try {
-        m_oracle_outputs[i] = oracle->forward(m_inputs[i]);
-      } catch (const Error& e) {
-        m_oracle_errors[i] = std::string("the float64 oracle failed: ") + e.what();
+      wanted[i] = m_reference_results[i].has_value();
+    }
+    BackendRunOptions options = m_backend_options;
+    options.repeats = 1;
+    BackendRun oracle = run_backend(oracle_spec(), m_source, m_inputs, wanted, options, reference_instance());
+    for (size_t i = 0; i < m_inputs.size(); ++i) {
+      if (!oracle.load_error.empty() || !oracle.skip_reason.empty()) {
+        m_oracle_errors[i] = "the float64 oracle failed: " + oracle.load_error + oracle.skip_reason;
+      } else if (oracle.inputs[i].forwards) {
+        m_oracle_outputs[i] = oracle.inputs[i].forwards->outputs.front();
+      } else {
+        m_oracle_errors[i] = "the float64 oracle failed: " + oracle.inputs[i].error;
       }
     }
   }
@@ -224,45 +197,45 @@ class ExperimentRun {
   // Why the reference has nothing to compare against on `input`, or nullopt.
   std::optional<std::pair<CheckStatus, std::string>> reference_problem(size_t input) const {
     const std::string failed = "the reference failed, so there is nothing to compare with: ";
-    if (!m_reference_load_error.empty()) {
-      return std::make_pair(CheckStatus::k_crash_ref, failed + m_reference_load_error);
+    if (!m_reference_run.load_error.empty()) {
+      return std::make_pair(m_reference_run.load_timed_out ? CheckStatus::k_timeout : CheckStatus::k_crash_ref,
+                            failed + m_reference_run.load_error);
     }
-    if (m_reference->skipped()) {
+    if (!m_reference_run.skip_reason.empty()) {
       return std::make_pair(CheckStatus::k_skipped, "the reference '" + m_experiment.reference.name +
-                                                        "' cannot run here: " + m_reference->skip_reason());
+                                                        "' cannot run here: " + m_reference_run.skip_reason);
     }
     if (!m_reference_errors[input].empty()) {
-      return std::make_pair(CheckStatus::k_crash_ref, failed + m_reference_errors[input]);
+      return std::make_pair(m_reference_timed_out[input] ? CheckStatus::k_timeout : CheckStatus::k_crash_ref,
+                            failed + m_reference_errors[input]);
     }
     return std::nullopt;
   }
 
   void run_target(size_t t) {
     const BackendSpec& spec = m_experiment.targets[t];
-    std::optional<BackendInstance> target;
-    std::string load_error;
-    try {
-      target.emplace(BackendInstance::load(spec, m_source));
-      if (m_reference && !m_reference->skipped()) {
-        check_no_shared_storage(*m_reference, *target);
-      }
-    } catch (const Error& e) {
-      load_error = e.what();
+    std::vector<bool> wanted(m_inputs.size());
+    for (size_t i = 0; i < m_inputs.size(); ++i) {
+      wanted[i] = !reference_problem(i).has_value();
     }
+    BackendRun target = run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (auto problem = reference_problem(i)) {
         fill(i, t, problem->first, problem->second);
-      } else if (!load_error.empty()) {
-        fill(i, t, CheckStatus::k_crash_target, load_error);
-      } else if (target->skipped()) {
-        fill(i, t, CheckStatus::k_skipped, "backend '" + spec.name + "' cannot run here: " + target->skip_reason());
+      } else if (!target.load_error.empty()) {
+        fill(i, t, target.load_timed_out ? CheckStatus::k_timeout : CheckStatus::k_crash_target, target.load_error);
+      } else if (!target.skip_reason.empty()) {
+        fill(i, t, CheckStatus::k_skipped, "backend '" + spec.name + "' cannot run here: " + target.skip_reason);
+      } else if (!target.inputs[i].forwards) {
+        fill(i, t, target.inputs[i].timed_out ? CheckStatus::k_timeout : CheckStatus::k_crash_target,
+             target.inputs[i].error);
       } else {
-        compare(i, t, *target);
+        compare(i, t, spec, *target.inputs[i].forwards);
       }
     }
   }
 
-  void compare(size_t input, size_t t, BackendInstance& target) {
+  void compare(size_t input, size_t t, const BackendSpec& spec, const Forwards& forwards) {
     const Forwards& reference = *m_reference_results[input];
     CompareOptions options;
     options.tolerance = m_experiment.tolerance;
@@ -272,13 +245,11 @@ class ExperimentRun {
     } else {
       options.oracle_problem = m_experiment.oracle ? m_oracle_errors[input] : "the oracle is off (oracle: false)";
     }
-    options.same_dtype_promised = m_experiment.reference.dtype == target.spec().dtype;
+    options.same_dtype_promised = m_experiment.reference.dtype == spec.dtype;
     options.reference_device = m_experiment.reference.device;
-    options.target_device = target.spec().device;
-    Forwards forwards;
+    options.target_device = spec.device;
     std::vector<LeafComparison> leaves;
     try {
-      forwards = run_forwards(target, m_inputs[input], m_experiment.repeats);
       leaves = compare_outputs(reference.outputs.front(), forwards.outputs.front(), options);
     } catch (const Error& e) {
       fill(input, t, CheckStatus::k_crash_target, e.what());
@@ -341,11 +312,13 @@ class ExperimentRun {
   const Experiment& m_experiment;
   const std::vector<at::Tensor>& m_inputs;
   BackendSource m_source;
+  BackendRunOptions m_backend_options;
   std::ostream& m_log;
-  std::optional<BackendInstance> m_reference;
-  std::string m_reference_load_error;
+  std::optional<BackendInstance> m_reference_instance;  // in-process runs only (for the aliasing check)
+  BackendRun m_reference_run;
   std::vector<std::optional<Forwards>> m_reference_results;  // per input
   std::vector<std::string> m_reference_errors;               // per input; "" when it ran
+  std::vector<bool> m_reference_timed_out;                   // per input
   std::vector<std::string> m_reference_paths;                // leaves on the first input that ran
   std::vector<std::optional<c10::IValue>> m_oracle_outputs;  // per input; empty when the oracle failed or is off
   std::vector<std::string> m_oracle_errors;                  // per input; why the oracle has no output
@@ -354,10 +327,29 @@ class ExperimentRun {
 
 }  // namespace
 
+std::vector<Experiment> shard_slice(const std::vector<Experiment>& experiments, const ShardInfo& shard) {
+  std::vector<Experiment> slice = experiments;
+  int64_t pair = 0;
+  for (Experiment& experiment : slice) {
+    std::vector<InputSpec> kept;
+    for (InputSpec& input : experiment.inputs) {
+      if (pair++ % shard.count == shard.index) {
+        kept.push_back(std::move(input));
+      }
+    }
+    experiment.inputs = std::move(kept);
+  }
+  return slice;
+}
+
 RunFile run_experiments(const std::vector<Experiment>& experiments, const CommitInfo& commit,
                         const Environment& environment, const RunnerOptions& options, std::ostream& log) {
   if (options.threads < 1) {
     throw Error("--threads must be at least 1 (got " + std::to_string(options.threads) + ")");
+  }
+  if (options.isolate) {
+    // Forked children inherit no usable OpenMP pool: the runner itself stays single-threaded.
+    at::set_num_threads(1);
   }
   RunFile run;
   run.header.tool_version = DRIFTGATE_VERSION;
@@ -365,7 +357,13 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
   run.header.environment = environment;
   // User errors (missing files, bad images) surface before any forward runs.
   std::vector<std::vector<at::Tensor>> inputs;
-  for (const auto& experiment : experiments) {
+  if (options.shard.count < 1 || options.shard.index < 0 || options.shard.index >= options.shard.count) {
+    throw Error("--shard " + std::to_string(options.shard.index) + "/" + std::to_string(options.shard.count) +
+                ": the index must be 0..N-1 and N at least 1");
+  }
+  run.header.shard = options.shard;
+  const std::vector<Experiment> slice = shard_slice(experiments, options.shard);
+  for (const auto& experiment : slice) {
     std::vector<at::Tensor> tensors;
     try {
       run.header.experiments.push_back(make_header(experiment));
@@ -377,8 +375,11 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
     }
     inputs.push_back(std::move(tensors));
   }
-  for (size_t e = 0; e < experiments.size(); ++e) {
-    std::vector<CheckRecord> records = ExperimentRun(experiments[e], inputs[e], options, log).run();
+  for (size_t e = 0; e < slice.size(); ++e) {
+    if (slice[e].inputs.empty()) {
+      continue;  // another shard's work
+    }
+    std::vector<CheckRecord> records = ExperimentRun(slice[e], inputs[e], options, log).run();
     std::move(records.begin(), records.end(), std::back_inserter(run.checks));
   }
   run.summary = summarize(run.header, run.checks);

@@ -22,7 +22,19 @@ struct RunnerOptions {
   // Intra-op threads (at::set_num_threads) of every backend whose spec says
   // threads: 0. The `--threads` of `driftgate run`; at least 1.
   int threads = 1;
+  // Run every backend in forked child processes (runner/backend_run.h), so a
+  // check that aborts, crashes or exceeds its experiment's timeout_s is recorded
+  // (crash_ref, crash_target, timeout) and the run goes on. Off: everything runs
+  // in this process, and a crash ends the run.
+  bool isolate = true;
+  // `run --shard i/N`: run only the (experiment, input) pairs whose position in
+  // config order is i modulo N. The header lists each experiment's inputs of this
+  // slice, so its summary counts the slice; `merge` joins the N files.
+  ShardInfo shard;
 };
+
+// The experiments with only the inputs of `shard` (an experiment may keep none).
+std::vector<Experiment> shard_slice(const std::vector<Experiment>& experiments, const ShardInfo& shard);
 
 // Runs all experiments and returns the run file: the header (commit,
 // environment, per experiment the content hashes of config and model), one
@@ -37,7 +49,9 @@ struct RunnerOptions {
 //     one per output leaf the reference produced on its other inputs, or one
 //     with output "*" when it produced none;
 //   - a target fails to load or to run: k_crash_target per reference leaf;
-//   - a backend cannot run here (no CUDA, float16 on the CPU): k_skipped with the reason.
+//   - a backend cannot run here (no CUDA, float16 on the CPU): k_skipped with the reason;
+//   - isolated, a child that dies gives k_crash_* with the signal, one that exceeds
+//     timeout_s gives k_timeout.
 RunFile run_experiments(const std::vector<Experiment>& experiments, const CommitInfo& commit,
                         const Environment& environment, const RunnerOptions& options, std::ostream& log);
 

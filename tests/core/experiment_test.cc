@@ -98,6 +98,7 @@ TEST_F(ExperimentTest, DefaultsAreStated) {
   EXPECT_TRUE(e.tolerance_per_dtype);
   EXPECT_EQ(e.tolerance.rule, ToleranceRule::k_assert_close);
   EXPECT_TRUE(e.oracle);
+  EXPECT_DOUBLE_EQ(e.timeout_s, 120.0);
   EXPECT_EQ(e.repeats, 2);
 }
 
@@ -134,7 +135,9 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, repeats, oracle)"},
+     "inputs, reference, targets, backends, tolerance, repeats, oracle, timeout_s)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
+     "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
      "polygrafy}\n",
      "DIR/x.yaml:5:19: unknown tolerance rule 'polygrafy'; did you mean 'polygraphy'? (one of: assert_close, "

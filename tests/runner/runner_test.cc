@@ -32,7 +32,11 @@ Experiment make_experiment(const std::string& dir, const std::string& name, cons
 RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
   Environment environment;
   environment.keyed["threads"] = "1";
-  return run_experiments(experiments, k_commit, environment, RunnerOptions{}, log);
+  // In process: these tests cover the comparison logic and the aliasing check;
+  // runner_isolation_test covers forked children.
+  RunnerOptions options;
+  options.isolate = false;
+  return run_experiments(experiments, k_commit, environment, options, log);
 }
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
@@ -153,6 +157,52 @@ TEST(Runner, MissingModelOrBadInputIsAUserErrorBeforeAnythingRuns) {
     EXPECT_EQ(std::string(e.what()).rfind(experiment.config_path + ": input 'one': ", 0), 0u) << e.what();
   }
   EXPECT_EQ(log.str(), "");
+}
+
+TEST(Runner, ShardsSliceExperimentInputPairsDeterministically) {
+  std::string dir = testing::fresh_dir("runner_shard");
+  Experiment first = make_experiment(dir, "first", testing::save_conv_bn_model(dir));
+  first.inputs = {random_input("a", {1, 3, 4, 4}, 1), random_input("b", {1, 3, 4, 4}, 2),
+                  random_input("c", {1, 3, 4, 4}, 3)};
+  first.targets = {backend("plain")};
+  Experiment second = first;
+  second.name = "second";
+  second.inputs = {random_input("d", {1, 3, 4, 4}, 4), random_input("e", {1, 3, 4, 4}, 5)};
+  auto names = [](const std::vector<Experiment>& slice) {
+    std::vector<std::string> result;
+    for (const auto& experiment : slice) {
+      for (const auto& input : experiment.inputs) {
+        result.push_back(experiment.name + "/" + input.name);
+      }
+    }
+    return result;
+  };
+  EXPECT_EQ(names(shard_slice({first, second}, ShardInfo{0, 2})),
+            (std::vector<std::string>{"first/a", "first/c", "second/e"}));
+  EXPECT_EQ(names(shard_slice({first, second}, ShardInfo{1, 2})), (std::vector<std::string>{"first/b", "second/d"}));
+  EXPECT_EQ(names(shard_slice({first, second}, ShardInfo{0, 1})).size(), 5u);
+
+  Environment environment;
+  environment.keyed["threads"] = "1";
+  RunnerOptions options;
+  options.isolate = false;
+  options.shard = ShardInfo{1, 2};
+  std::ostringstream log;
+  RunFile result = run_experiments({first, second}, k_commit, environment, options, log);
+  EXPECT_EQ(result.header.shard.index, 1);
+  EXPECT_EQ(result.header.shard.count, 2);
+  ASSERT_EQ(result.header.experiments.size(), 2u);
+  EXPECT_EQ(result.header.experiments[0].inputs, std::vector<std::string>{"b"});
+  EXPECT_EQ(result.header.experiments[1].inputs, std::vector<std::string>{"d"});
+  ASSERT_EQ(result.checks.size(), 4u);  // 2 inputs x 1 target x 2 outputs
+  EXPECT_EQ(result.checks[0].id, make_check_id("first", "b", "cpu_fp32", "plain", "out[0]"));
+  EXPECT_EQ(result.summary.expected_checks, 4);
+  std::stringstream text;
+  write_run(text, result);
+  EXPECT_NE(text.str().find("\"shard\":{\"index\":1,\"count\":2}"), std::string::npos);
+  EXPECT_EQ(parse_run(text, "shard.jsonl").checks.size(), 4u);
+  options.shard = ShardInfo{2, 2};
+  EXPECT_THROW(run_experiments({first}, k_commit, environment, options, log), Error);
 }
 
 TEST(Runner, DictOutputsAreComparedPerKey) {

@@ -1,0 +1,70 @@
+// One backend's forwards on an experiment's inputs, in this process or isolated in
+// forked child processes.
+//
+// It exists so that a model that aborts, segfaults or hangs in one check does not
+// take the run down with it. Isolated, each backend is loaded and run in a child
+// process forked from the runner; the child sends each input's outputs back over a
+// pipe (torch::jit::pickle_save) as soon as it has them. When the child dies, the
+// input it was on is recorded as crashed (with the signal) and a fresh child takes
+// the remaining inputs; when an input's forwards exceed the time limit the child is
+// killed and the input recorded as timed out. Every instance lives in its own
+// process, so reference and target cannot alias.
+//
+// Forking is only safe while the runner process has never entered a multi-threaded
+// OpenMP region (GNU libgomp's thread pool does not survive fork: the child hangs),
+// so the isolated runner keeps its own intra-op thread count at 1 and runs no
+// forward itself; children set each backend's threads.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiment.h"
+#include "runner/backend.h"
+
+namespace driftgate {
+
+// The outputs of `repeats` forwards of one backend on one input.
+struct Forwards {
+  std::vector<c10::IValue> outputs;
+  double median_ms = 0.0;
+  std::map<std::string, double> repeat_max_abs;  // per numeric leaf; empty for one repeat
+};
+
+// How one input went for a backend that loaded.
+struct InputRun {
+  std::optional<Forwards> forwards;  // present when every repeat ran
+  std::string error;                 // why not: thrown, crashed (with the signal) or timed out
+  bool timed_out = false;
+};
+
+struct BackendRun {
+  std::string skip_reason;  // the backend cannot run here (nothing was loaded)
+  std::string load_error;   // loading threw, crashed or timed out
+  bool load_timed_out = false;
+  std::vector<InputRun> inputs;  // one per input; untouched where not wanted
+};
+
+struct BackendRunOptions {
+  int repeats = 2;
+  double timeout_s = 120.0;  // per load and per input (all repeats), isolated runs only
+  bool isolate = true;
+};
+
+// Runs `spec` on inputs[i] for every i with wanted[i]. In process (isolate false),
+// `alias_reference`, when given, is checked with check_no_shared_storage (a failure
+// is a load error) and `keep` receives the loaded instance.
+BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
+                       const std::vector<bool>& wanted, const BackendRunOptions& options,
+                       const BackendInstance* alias_reference = nullptr,
+                       std::optional<BackendInstance>* keep = nullptr);
+
+// Median time and run-to-run variance of repeated outputs.
+Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> times_ms);
+
+}  // namespace driftgate

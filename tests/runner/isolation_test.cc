@@ -1,0 +1,181 @@
+// Isolated runs: a check that aborts, segfaults or hangs is recorded and the run goes on.
+//
+// Its own test binary, because forking is only safe from a process that never ran a
+// multi-threaded OpenMP region (runner/backend_run.h); runner_test's backend tests do.
+// The misbehaving models call dgtest::explode, an operator registered here, which
+// misbehaves only for float64 inputs whose sum exceeds 100, so one (input, backend)
+// check fails while the others on the same model pass.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <torch/csrc/jit/frontend/resolver.h>
+#include <torch/library.h>
+#include <torch/script.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runner/runner.h"
+#include "test_models.h"
+
+namespace {
+
+at::Tensor explode(const at::Tensor& x, int64_t mode) {
+  if (x.scalar_type() == at::kDouble && x.sum().item<double>() > 100.0) {
+    if (mode == 0) {
+      std::abort();
+    }
+    if (mode == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(1000));
+    }
+    if (mode == 2) {
+      ::raise(SIGSEGV);
+    }
+  }
+  return x.clone();
+}
+
+TORCH_LIBRARY(dgtest, m) { m.def("explode(Tensor x, int mode) -> Tensor", &explode); }
+
+}  // namespace
+
+namespace driftgate {
+namespace {
+
+using testing::backend;
+using testing::backend_with_dtype;
+using testing::random_input;
+
+const CommitInfo k_commit{"0123456789abcdef0123456789abcdef01234567", "main", false};
+
+// Resolves "dgtest.explode" in TorchScript source defined from C++ (the native
+// resolver knows only "torch").
+struct DgtestResolver : torch::jit::Resolver {
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction&,
+                                                         const torch::jit::SourceRange&) override {
+    if (name == "dgtest") {
+      return std::make_shared<torch::jit::BuiltinModule>("dgtest");
+    }
+    if (name == "torch") {
+      return std::make_shared<torch::jit::BuiltinModule>("aten");
+    }
+    return nullptr;
+  }
+};
+
+// x -> explode(x, mode) * 1.5 + 1
+std::string save_exploding_model(const std::string& dir, int mode) {
+  torch::jit::Module module("Exploding");
+  module.register_parameter("w", at::full({1}, 1.5), false);
+  module.define("def forward(self, x):\n    return dgtest.explode(x, " + std::to_string(mode) + ") * self.w + 1.0\n",
+                std::make_shared<DgtestResolver>());
+  std::string path = dir + "/exploding_" + std::to_string(mode) + ".pt";
+  module.save(path);
+  return path;
+}
+
+Experiment make_experiment(const std::string& dir, const std::string& model) {
+  Experiment experiment;
+  experiment.name = "exploding";
+  experiment.config_path = dir + "/exploding.yaml";
+  std::ofstream(experiment.config_path) << "name: exploding\n";
+  experiment.model_path = model;
+  experiment.reference = backend("cpu_fp32");
+  experiment.tolerance_per_dtype = true;
+  experiment.oracle = false;
+  // "big" (uniform, 1000 elements) sums to about 500: the float64 backend misbehaves there.
+  InputSpec big = random_input("big", {1, 1000}, 2);
+  big.random.distribution = Distribution::k_uniform;
+  experiment.inputs = {random_input("small", {1, 10}, 1), big, random_input("small2", {1, 10}, 3)};
+  experiment.targets = {backend_with_dtype("cpu_fp64", DType::k_float64), backend("plain")};
+  return experiment;
+}
+
+RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
+  Environment environment;
+  environment.keyed["threads"] = "1";
+  return run_experiments(experiments, k_commit, environment, RunnerOptions{}, log);
+}
+
+TEST(Isolation, AbortInOneCheckIsRecordedAndTheRunGoesOn) {
+  std::string dir = testing::fresh_dir("isolation_abort");
+  std::ostringstream log;
+  RunFile result = run({make_experiment(dir, save_exploding_model(dir, 0))}, log);
+  ASSERT_EQ(result.checks.size(), 6u);
+  // Order: input, then target.
+  EXPECT_EQ(result.checks[0].status, CheckStatus::k_pass) << result.checks[0].message;
+  EXPECT_EQ(result.checks[1].status, CheckStatus::k_pass);
+  EXPECT_EQ(result.checks[2].id, "exploding/big/cpu_fp32~cpu_fp64/out");
+  EXPECT_EQ(result.checks[2].status, CheckStatus::k_crash_target);
+  EXPECT_NE(result.checks[2].message.find("backend 'cpu_fp64': the process running forward of"), std::string::npos)
+      << result.checks[2].message;
+  EXPECT_NE(result.checks[2].message.find("died: killed by signal 6"), std::string::npos) << result.checks[2].message;
+  EXPECT_EQ(result.checks[3].status, CheckStatus::k_pass);  // "plain" on the same input
+  EXPECT_EQ(result.checks[4].status, CheckStatus::k_pass);  // a fresh child took the input after the crash
+  EXPECT_EQ(result.checks[5].status, CheckStatus::k_pass);
+}
+
+TEST(Isolation, HangBeyondTimeoutIsRecordedAsTimeout) {
+  std::string dir = testing::fresh_dir("isolation_hang");
+  Experiment experiment = make_experiment(dir, save_exploding_model(dir, 1));
+  experiment.timeout_s = 1.5;
+  experiment.repeats = 1;
+  std::ostringstream log;
+  RunFile result = run({experiment}, log);
+  ASSERT_EQ(result.checks.size(), 6u);
+  EXPECT_EQ(result.checks[2].status, CheckStatus::k_timeout);
+  EXPECT_NE(result.checks[2].message.find("did not finish within timeout_s 1.5 s and was killed"), std::string::npos)
+      << result.checks[2].message;
+  EXPECT_EQ(result.checks[4].status, CheckStatus::k_pass);
+  EXPECT_EQ(result.summary.by_status.at("timeout"), 1);
+  EXPECT_EQ(result.summary.by_status.at("pass"), 5);
+}
+
+TEST(Isolation, SegfaultInTheReferenceIsCrashRefForThatInputOnly) {
+  std::string dir = testing::fresh_dir("isolation_segv");
+  Experiment experiment = make_experiment(dir, save_exploding_model(dir, 2));
+  experiment.reference = backend_with_dtype("ref_fp64", DType::k_float64);
+  experiment.targets = {backend("plain")};
+  std::ostringstream log;
+  RunFile result = run({experiment}, log);
+  ASSERT_EQ(result.checks.size(), 3u);
+  EXPECT_EQ(result.checks[0].status, CheckStatus::k_pass) << result.checks[0].message;
+  EXPECT_EQ(result.checks[1].status, CheckStatus::k_crash_ref);
+  EXPECT_NE(result.checks[1].message.find("killed by signal 11"), std::string::npos) << result.checks[1].message;
+  EXPECT_EQ(result.checks[2].status, CheckStatus::k_pass);
+}
+
+// Every line of a run with the timings zeroed.
+std::string without_timings(RunFile run) {
+  std::ostringstream text;
+  for (CheckRecord& check : run.checks) {
+    check.reference_ms = 0.0;
+    check.target_ms = 0.0;
+    text << check_to_json_line(check) << "\n";
+  }
+  return text.str();
+}
+
+TEST(Isolation, IsolatedRecordsEqualInProcessOnesAndRepeatExactly) {
+  std::string dir = testing::fresh_dir("isolation_same");
+  Experiment experiment = make_experiment(dir, testing::save_conv_bn_model(dir));
+  experiment.oracle = true;
+  experiment.inputs = {random_input("a", {1, 3, 6, 6}, 1), random_input("b", {1, 3, 6, 6}, 2)};
+  BackendSpec frozen = backend("frozen");
+  frozen.graph = GraphMode::k_frozen;
+  experiment.targets = {frozen, backend_with_dtype("cpu_bf16", DType::k_bfloat16)};
+  std::ostringstream log;
+  std::string first = without_timings(run({experiment}, log));
+  EXPECT_EQ(without_timings(run({experiment}, log)), first);
+  Environment environment;
+  environment.keyed["threads"] = "1";
+  RunnerOptions in_process;
+  in_process.isolate = false;
+  EXPECT_EQ(without_timings(run_experiments({experiment}, k_commit, environment, in_process, log)), first);
+  EXPECT_NE(first.find("\"oracle\":{"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace driftgate
