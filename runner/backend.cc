@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "runner/torchvision_ops.h"
 
 // Exported by libtorch_cpu (torch/csrc/jit/codegen/fuser/interface.h), whose header
 // Debian does not install: the switch behind Python's _jit_override_can_fuse_on_cpu.
@@ -272,6 +273,7 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
     return instance;
   }
   try {
+    register_torchvision_ops();  // detection models need torchvision::nms at load
     instance.m_module = torch::jit::load(source.model_path, device_of(spec.device));
   } catch (const std::exception& e) {
     instance.fail(BackendStage::k_load, e);
