@@ -49,7 +49,34 @@ std::string read_file(const std::string& path) {
   return content.str();
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
+void write_file_atomic(const std::string& requested_path, const std::string& content) {
+  std::string path = requested_path;
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    // Replace what the link points to, not the link itself.
+    std::error_code ec;
+    std::filesystem::path target = std::filesystem::canonical(path, ec);
+    if (!ec) {
+      path = target.string();
+    }
+  }
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    if (S_ISDIR(info.st_mode)) {
+      throw Error(requested_path + ": is a directory; name a file to write");
+    }
+    // A device or FIFO (/dev/null, /dev/stdout, a pipe): renaming over it would replace
+    // the device node itself, so write straight into it.
+    int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+    bool ok = fd >= 0 && write_all(fd, content);
+    std::string failure = ok ? "" : os_error();
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    if (!ok) {
+      throw Error(requested_path + ": cannot write (" + failure + ")");
+    }
+    return;
+  }
   std::string directory = parent_directory(path);
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);

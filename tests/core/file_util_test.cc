@@ -48,6 +48,27 @@ TEST(FileUtil, FailedWriteLeavesOldFileAndNoTemporary) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
 }
 
+TEST(FileUtil, WritingToADeviceWritesIntoItAndLeavesTheNodeAlone) {
+  write_file_atomic("/dev/null", "discarded");
+  struct stat info {};
+  ASSERT_EQ(::stat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/null was replaced by a regular file";
+}
+
+TEST(FileUtil, WritingThroughASymlinkReplacesTheTarget) {
+  fs::path dir = fresh_dir("symlink");
+  write_file_atomic((dir / "real").string(), "old");
+  fs::create_symlink(dir / "real", dir / "link");
+  write_file_atomic((dir / "link").string(), "new");
+  EXPECT_TRUE(fs::is_symlink(dir / "link"));
+  EXPECT_EQ(read_file((dir / "real").string()), "new");
+}
+
+TEST(FileUtil, WritingOverADirectoryIsAnError) {
+  fs::path dir = fresh_dir("isdir");
+  EXPECT_THROW(write_file_atomic(dir.string(), "x"), Error);
+}
+
 TEST(FileUtil, HashMatchesGitHashObject) {
   fs::path dir = fresh_dir("hash");
   std::string path = (dir / "hello").string();
