@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# diff_bench: how long `driftgate diff` takes on a large run, beside the floor of
+# merely reading both files (`cat run baseline > /dev/null`, page cache warm), with
+# the peak resident memory of the diff. The issue's target is diff <= 5x the floor.
+#
+#   bench/diff_bench.sh [BUILD_DIR] [RECORDS]     defaults: build-differ, 1000000
+#
+# It makes a throwaway git repository with two commits, writes a baseline for the
+# first and a run for the second (one check in 1000 regressed) with make_run
+# (bench/make_run.cc, built as tests/e2e/make_run), places the baseline in a
+# directory store and times the diff. Needs about 2 GB of disk per million records
+# and GNU time (/usr/bin/time). Prints one line per figure; asserts nothing.
+set -euo pipefail
+
+build=${1:-build-differ}
+records=${2:-1000000}
+driftgate="$build/app/driftgate"
+make_run="$build/tests/e2e/make_run"
+for tool in "$driftgate" "$make_run" /usr/bin/time; do
+  [[ -x $tool ]] || { echo "diff_bench: $tool not found; build with: ninja -C $build driftgate make_run" >&2; exit 2; }
+done
+driftgate=$(realpath "$driftgate")
+make_run=$(realpath "$make_run")
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/driftgate-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+git init -q -b main .
+git -c user.name=bench -c user.email=bench@example.invalid commit -q --allow-empty -m base
+base=$(git rev-parse HEAD)
+git -c user.name=bench -c user.email=bench@example.invalid commit -q --allow-empty -m head
+head=$(git rev-parse HEAD)
+
+# RECORDS checks as one experiment of 1000 targets x RECORDS/1000 inputs.
+targets=1000
+inputs=$(( (records + targets - 1) / targets ))
+start=$(date +%s.%N)
+"$make_run" --out baseline.jsonl --sha "$base" --inputs "$inputs" --targets "$targets"
+"$make_run" --out run.jsonl --sha "$head" --inputs "$inputs" --targets "$targets" --fail-every 1000
+echo "generated: 2 x $((inputs * targets)) records, $(du -m baseline.jsonl | cut -f1) + $(du -m run.jsonl | cut -f1) MB in $(echo "$(date +%s.%N) - $start" | bc) s"
+key=$(head -c 4096 baseline.jsonl | grep -o '"env_key":"[0-9a-f]*"' | cut -d'"' -f4)
+mkdir -p "store/$key"
+mv baseline.jsonl "store/$key/$base.jsonl"
+
+seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
+cat "store/$key/$base.jsonl" run.jsonl >/dev/null  # warm the page cache
+floor=$(seconds cat "store/$key/$base.jsonl" run.jsonl)
+echo "floor: cat run baseline > /dev/null: $floor s"
+
+set +e
+/usr/bin/time -f '%e %M' -o time.txt "$driftgate" diff run.jsonl --store store -q --report report.json >diff.out
+code=$?
+set -e
+read -r elapsed rss_kb < <(tail -1 time.txt)
+echo "diff: $elapsed s, peak RSS $((rss_kb / 1024)) MB, exit $code ($(head -1 diff.out))"
+echo "ratio: $(echo "scale=1; $elapsed / $floor" | bc)x the floor (target <= 5x)"
