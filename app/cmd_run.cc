@@ -168,7 +168,11 @@ int cmd_run(CommandContext& context) {
   write_file_atomic(request->output_path, text.str());
 
   context.err << "driftgate run: " << describe(run.summary) << " -> " << request->output_path << "\n";
-  if (run.summary.checks != run.summary.expected_checks) {
+  if (run.header.shard.count > 1) {
+    context.err << "shard " << run.header.shard.index << "/" << run.header.shard.count << ": " << run.summary.checks
+                << " of the suite's " << run.summary.expected_checks
+                << " expected checks; join the shard files with driftgate merge\n";
+  } else if (run.summary.checks != run.summary.expected_checks) {
     context.err << "warning: " << run.summary.checks << " checks written, " << run.summary.expected_checks
                 << " expected from inputs x targets x outputs (the reference's outputs differ between inputs)\n";
   }

@@ -363,10 +363,13 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
   }
   run.header.shard = options.shard;
   const std::vector<Experiment> slice = shard_slice(experiments, options.shard);
-  for (const auto& experiment : slice) {
+  for (size_t index = 0; index < slice.size(); ++index) {
+    const Experiment& experiment = slice[index];
     std::vector<at::Tensor> tensors;
     try {
-      run.header.experiments.push_back(make_header(experiment));
+      // Every shard's header describes the whole suite (merge requires the same
+      // experiments in every file); only the checks are the slice's.
+      run.header.experiments.push_back(make_header(experiments[index]));
       for (const auto& spec : experiment.inputs) {
         tensors.push_back(make_input(spec));
       }

@@ -28,8 +28,9 @@ struct RunnerOptions {
   // in this process, and a crash ends the run.
   bool isolate = true;
   // `run --shard i/N`: run only the (experiment, input) pairs whose position in
-  // config order is i modulo N. The header lists each experiment's inputs of this
-  // slice, so its summary counts the slice; `merge` joins the N files.
+  // config order is i modulo N. The header still describes the whole suite (every
+  // shard's must be the same for `merge`); the checks and the summary's counts are
+  // the slice's, its expected_checks the suite's.
   ShardInfo shard;
 };
 

@@ -192,11 +192,14 @@ TEST(Runner, ShardsSliceExperimentInputPairsDeterministically) {
   EXPECT_EQ(result.header.shard.index, 1);
   EXPECT_EQ(result.header.shard.count, 2);
   ASSERT_EQ(result.header.experiments.size(), 2u);
-  EXPECT_EQ(result.header.experiments[0].inputs, std::vector<std::string>{"b"});
-  EXPECT_EQ(result.header.experiments[1].inputs, std::vector<std::string>{"d"});
-  ASSERT_EQ(result.checks.size(), 4u);  // 2 inputs x 1 target x 2 outputs
+  // The header describes the whole suite, as merge requires of every shard.
+  EXPECT_EQ(result.header.experiments[0].inputs, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(result.header.experiments[1].inputs, (std::vector<std::string>{"d", "e"}));
+  ASSERT_EQ(result.checks.size(), 4u);  // the slice: 2 inputs x 1 target x 2 outputs
   EXPECT_EQ(result.checks[0].id, make_check_id("first", "b", "cpu_fp32", "plain", "out[0]"));
-  EXPECT_EQ(result.summary.expected_checks, 4);
+  EXPECT_EQ(result.checks[2].id, make_check_id("second", "d", "cpu_fp32", "plain", "out[0]"));
+  EXPECT_EQ(result.summary.checks, 4);
+  EXPECT_EQ(result.summary.expected_checks, 10);  // 5 inputs x 1 target x 2 outputs
   std::stringstream text;
   write_run(text, result);
   EXPECT_NE(text.str().find("\"shard\":{\"index\":1,\"count\":2}"), std::string::npos);
