@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Prints driftgate run's overhead over plain forward passes of the same work.
+
+  /usr/bin/python3 bench/runner_overhead.py DRIFTGATE configs/*.yaml [--in-process]
+
+Runs `DRIFTGATE run CONFIGS -o <tmp> -q` and times it; then does the same work by hand
+with Debian's torch (the same LibTorch 1.13 underneath): per experiment, load every
+backend (reference, targets, the float64 oracle) from the model file with the same
+settings (dtype or autocast, channels-last, freeze / optimize_for_inference /
+optimize_for_mobile, oneDNN flag, threads) and run `repeats` forwards per input (one for
+the oracle), timing only that. Prints both wall times and their ratio (driftgate / plain);
+the ratio includes process start-up, input decoding, isolation, comparison and writing.
+Backends the runner skips (CUDA, float16 on the CPU, nnc_fused) are skipped here too.
+Nothing is asserted: this is a measurement.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import yaml
+
+BUILTIN = {
+    "cpu_fp32": {}, "onednn_off": {"onednn": False}, "channels_last": {"memory_format": "channels_last"},
+    "frozen": {"graph": "frozen"}, "frozen_exact": {"graph": "frozen", "optimize_numerics": False},
+    "optimized": {"graph": "optimized"}, "xnnpack": {"graph": "xnnpack"}, "threads_2": {"threads": 2},
+    "threads_4": {"threads": 4}, "cpu_fp64": {"dtype": "float64"}, "cpu_bf16": {"dtype": "bfloat16"},
+    "cpu_bf16_autocast": {"dtype": "bfloat16", "autocast": True},
+}
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+def backend(name, custom):
+    if name in custom:
+        spec = dict(backend(custom[name].get("base", "cpu_fp32"), custom))
+        spec.update({k: v for k, v in custom[name].items() if k not in ("base", "description")})
+        return spec
+    return BUILTIN.get(name)
+
+
+def random_input(spec):
+    r = spec["random"]
+    g = torch.Generator().manual_seed(r.get("seed", 0))
+    shape = r["shape"]
+    return torch.rand(shape, generator=g) if r.get("distribution") == "uniform" else torch.randn(shape, generator=g)
+
+
+def image_input(spec, base):
+    from torchvision.io import read_image
+    x = read_image(os.path.join(base, spec["image"]))[:3].float().div(255).unsqueeze(0)
+    if "resize" in spec:
+        size = spec["resize"] if isinstance(spec["resize"], list) else [spec["resize"]] * 2
+        x = torch.nn.functional.interpolate(x, size=size, mode="bilinear", align_corners=False)
+    mean = torch.tensor(spec.get("mean", [0.0, 0.0, 0.0])).view(1, 3, 1, 1)
+    std = torch.tensor(spec.get("std", [1.0, 1.0, 1.0])).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
+def plain_work(config):
+    base = os.path.dirname(config)
+    with open(config) as f:
+        experiment = yaml.safe_load(f)
+    inputs = [image_input(i, base) if "image" in i else random_input(i) for i in experiment["inputs"]]
+    custom = experiment.get("backends", {})
+    names = [experiment.get("reference", "cpu_fp32")] + experiment["targets"]
+    specs = [backend(n, custom) for n in names]
+    repeats = [experiment.get("repeats", 2)] * len(specs)
+    if experiment.get("oracle", True):
+        specs.append({"dtype": "float64"})
+        repeats.append(1)
+    total = 0.0
+    for spec, count in zip(specs, repeats):
+        if spec is None or spec.get("device") == "cuda" or spec.get("graph") == "fused":
+            continue
+        start = time.perf_counter()
+        model = torch.jit.load(os.path.join(base, experiment["model"])).eval()
+        dtype = DTYPES[spec.get("dtype", "float32")]
+        if not spec.get("autocast") and dtype != torch.float32:
+            model = model.to(dtype)
+        if spec.get("memory_format") == "channels_last":
+            model = model.to(memory_format=torch.channels_last)
+        torch.set_num_threads(spec.get("threads", 1))
+        with torch.backends.mkldnn.flags(enabled=spec.get("onednn", True)):
+            graph = spec.get("graph", "eager")
+            if graph == "frozen":
+                model = torch.jit.freeze(model, optimize_numerics=spec.get("optimize_numerics", True))
+            elif graph == "optimized":
+                model = torch.jit.optimize_for_inference(model)
+            elif graph == "xnnpack":
+                from torch.utils.mobile_optimizer import optimize_for_mobile
+                model = optimize_for_mobile(model)
+            with torch.no_grad(), torch.cpu.amp.autocast(enabled=bool(spec.get("autocast")), dtype=torch.bfloat16):
+                for x in inputs:
+                    x = x if spec.get("autocast") else x.to(dtype)
+                    if spec.get("memory_format") == "channels_last":
+                        x = x.contiguous(memory_format=torch.channels_last)
+                    for _ in range(count):
+                        model(x)
+        total += time.perf_counter() - start
+    return total
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    driftgate = sys.argv[1]
+    extra = [a for a in sys.argv[2:] if a.startswith("--")]
+    configs = [a for a in sys.argv[2:] if not a.startswith("--")]
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        subprocess.run([driftgate, "run", *configs, "-o", os.path.join(tmp, "run.jsonl"), "-q", *extra], check=False)
+        runner = time.perf_counter() - start
+    plain = sum(plain_work(c) for c in configs)
+    print(f"driftgate run {' '.join(extra) or '(isolated)'}: {runner:.2f} s; plain loads + forwards: {plain:.2f} s; "
+          f"overhead ratio {runner / plain:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
