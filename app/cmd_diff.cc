@@ -250,7 +250,7 @@ int cmd_diff(CommandContext& context) {
     diff_options.drift_factor = request->drift_factor;
     diff = diff_runs(run, *selection.baseline, diff_options);
   }
-  Report report = make_report(run, selection, diff, policy);
+  Report report = make_report(run, selection, std::move(diff), policy);
   if (selection.found) {
     propose_refresh(report, *request, run, *selection.baseline);
   }

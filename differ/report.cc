@@ -14,7 +14,7 @@ const char* to_string(Verdict verdict) {
   return "unknown";
 }
 
-Report make_report(const RunFile& run, const BaselineSelection& selection, const std::optional<DiffResult>& diff,
+Report make_report(const RunFile& run, const BaselineSelection& selection, std::optional<DiffResult> diff,
                    const GatePolicy& policy) {
   Report report;
   report.run_sha = run.header.commit.sha;
@@ -39,8 +39,8 @@ Report make_report(const RunFile& run, const BaselineSelection& selection, const
   report.baseline_steps = selection.steps;
   report.env_mismatch = selection.env_mismatch;
   report.env_changes = selection.env_mismatch ? selection.env_changes : diff->environment_changes;
-  report.diff = diff;
-  report.gated_present = gated_classes_present(*diff, policy);
+  report.diff = std::move(diff);
+  report.gated_present = gated_classes_present(*report.diff, policy);
   report.verdict = report.gated_present.empty() ? Verdict::k_pass : Verdict::k_fail;
   return report;
 }

@@ -54,7 +54,7 @@ struct Report {
 
 // Joins a run, its baseline selection and (when a baseline was found) the diff.
 // Expired allowlist entries of `policy` become notes, so every renderer says so.
-Report make_report(const RunFile& run, const BaselineSelection& selection, const std::optional<DiffResult>& diff,
+Report make_report(const RunFile& run, const BaselineSelection& selection, std::optional<DiffResult> diff,
                    const GatePolicy& policy);
 
 // The published exit code of a report: 1 for k_fail, 0 otherwise (no baseline is neutral).
