@@ -1,5 +1,7 @@
 // driftgate run: runs experiments on their reference and target backends and
 // writes the run file (header, one record per check, summary).
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -135,6 +137,48 @@ std::string describe(const RunSummary& summary) {
   return std::to_string(summary.checks) + " checks" + (counts.empty() ? "" : " (" + counts + ")");
 }
 
+// One line per (experiment, target): the worst error against the reference and,
+// where the oracle ran, against float64 beside the reference's own, so drift can be
+// told from "the reference is the less accurate one".
+void print_errors_per_target(const RunFile& run, std::ostream& out) {
+  struct Worst {
+    double reference = 0.0;
+    double target_oracle = -1.0;
+    double reference_oracle = 0.0;
+  };
+  std::vector<std::pair<std::string, Worst>> rows;
+  for (const auto& check : run.checks) {
+    if (!check.stats) {
+      continue;
+    }
+    std::string key = check.experiment + " " + check.target;
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& item) { return item.first == key; });
+    if (row == rows.end()) {
+      rows.emplace_back(key, Worst{});
+      row = rows.end() - 1;
+    }
+    row->second.reference = std::max(row->second.reference, check.stats->max_abs);
+    if (check.stats->oracle) {
+      row->second.target_oracle = std::max(row->second.target_oracle, check.stats->oracle->target_max_abs);
+      row->second.reference_oracle = std::max(row->second.reference_oracle, check.stats->oracle->reference_max_abs);
+    }
+  }
+  if (rows.empty()) {
+    return;
+  }
+  out << "max |error| per target: vs the reference; vs float64 (the reference's own vs float64)\n";
+  for (const auto& [key, worst] : rows) {
+    char line[160];
+    if (worst.target_oracle >= 0.0) {
+      std::snprintf(line, sizeof line, "  %-40s %.3g; %.3g (%.3g)\n", key.c_str(), worst.reference,
+                    worst.target_oracle, worst.reference_oracle);
+    } else {
+      std::snprintf(line, sizeof line, "  %-40s %.3g; no oracle\n", key.c_str(), worst.reference);
+    }
+    out << line;
+  }
+}
+
 // Swallows progress output under -q.
 class NullBuffer : public std::streambuf {
  protected:
@@ -167,6 +211,7 @@ int cmd_run(CommandContext& context) {
   write_run(text, run);
   write_file_atomic(request->output_path, text.str());
 
+  print_errors_per_target(run, log);
   context.err << "driftgate run: " << describe(run.summary) << " -> " << request->output_path << "\n";
   if (run.header.shard.count > 1) {
     context.err << "shard " << run.header.shard.index << "/" << run.header.shard.count << ": " << run.summary.checks
