@@ -122,13 +122,6 @@ std::vector<int64_t> integers(const Json& value) {
   return items;
 }
 
-constexpr std::pair<ToleranceRule, const char*> k_rule_names[] = {
-    {ToleranceRule::k_assert_close, "assert_close"},
-    {ToleranceRule::k_polygraphy, "polygraphy"},
-    {ToleranceRule::k_normwise, "normwise"},
-    {ToleranceRule::k_oracle, "oracle"},
-};
-
 Json tolerance_json(const Tolerance& tolerance) {
   return Json{{"rule", to_string(tolerance.rule)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
 }
@@ -387,35 +380,6 @@ bool same_summary(const RunSummary& a, const RunSummary& b) {
 }
 
 }  // namespace
-
-const char* to_string(ToleranceRule rule) {
-  for (const auto& [value, name] : k_rule_names) {
-    if (value == rule) {
-      return name;
-    }
-  }
-  return "unknown";
-}
-
-ToleranceRule parse_tolerance_rule(const std::string& name) {
-  for (const auto& [value, rule_name] : k_rule_names) {
-    if (name == rule_name) {
-      return value;
-    }
-  }
-  throw Error("unknown tolerance rule '" + name + "'");
-}
-
-const std::vector<std::string>& tolerance_rule_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& entry : k_rule_names) {
-      all.push_back(entry.second);
-    }
-    return all;
-  }();
-  return names;
-}
 
 const char* to_string(CheckStatus status) {
   for (const auto& entry : k_status_names) {

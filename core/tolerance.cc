@@ -1,9 +1,19 @@
 #include "core/tolerance.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "core/error.h"
 
 namespace driftgate {
 namespace {
+
+constexpr std::pair<ToleranceRule, const char*> k_rule_names[] = {
+    {ToleranceRule::k_assert_close, "assert_close"},
+    {ToleranceRule::k_polygraphy, "polygraphy"},
+    {ToleranceRule::k_normwise, "normwise"},
+    {ToleranceRule::k_oracle, "oracle"},
+};
 
 struct DtypePrecision {
   const char* dtype;
@@ -31,6 +41,35 @@ DtypePrecision precision_of(const std::string& dtype) {
 }
 
 }  // namespace
+
+const char* to_string(ToleranceRule rule) {
+  for (const auto& [value, name] : k_rule_names) {
+    if (value == rule) {
+      return name;
+    }
+  }
+  return "unknown";
+}
+
+ToleranceRule parse_tolerance_rule(const std::string& name) {
+  for (const auto& [value, rule_name] : k_rule_names) {
+    if (name == rule_name) {
+      return value;
+    }
+  }
+  throw Error("unknown tolerance rule '" + name + "'");
+}
+
+const std::vector<std::string>& tolerance_rule_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& entry : k_rule_names) {
+      all.push_back(entry.second);
+    }
+    return all;
+  }();
+  return names;
+}
 
 Tolerance assert_close_defaults(const std::string& reference_dtype, const std::string& target_dtype) {
   DtypePrecision a = precision_of(reference_dtype);
