@@ -19,7 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Child -> parent messages: kind, input index, payload length, payload.
+// Child -> parent messages: kind, stage, input index, payload length, payload.
 enum MessageKind : char {
   k_loaded = 'L',   // the instance loaded; forwards follow
   k_skipped = 'S',  // payload: the reason
@@ -30,6 +30,7 @@ enum MessageKind : char {
 
 struct Message {
   char kind = 0;
+  uint32_t stage = 0;
   uint32_t index = 0;
   std::string payload;
 };
@@ -49,12 +50,13 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-bool send(int fd, char kind, uint32_t index, const std::string& payload) {
+bool send(int fd, char kind, uint32_t stage, uint32_t index, const std::string& payload) {
   uint64_t size = payload.size();
-  char header[13];
+  char header[17];
   header[0] = kind;
-  std::memcpy(header + 1, &index, 4);
-  std::memcpy(header + 5, &size, 8);
+  std::memcpy(header + 1, &stage, 4);
+  std::memcpy(header + 5, &index, 4);
+  std::memcpy(header + 9, &size, 8);
   return write_all(fd, header, sizeof header) && write_all(fd, payload.data(), payload.size());
 }
 
@@ -89,15 +91,16 @@ ReadResult read_exact(int fd, char* data, size_t size, Clock::time_point deadlin
 }
 
 ReadResult receive(int fd, Message& message, Clock::time_point deadline) {
-  char header[13];
+  char header[17];
   ReadResult result = read_exact(fd, header, sizeof header, deadline);
   if (result != ReadResult::k_ok) {
     return result;
   }
   uint64_t size = 0;
   message.kind = header[0];
-  std::memcpy(&message.index, header + 1, 4);
-  std::memcpy(&size, header + 5, 8);
+  std::memcpy(&message.stage, header + 1, 4);
+  std::memcpy(&message.index, header + 5, 4);
+  std::memcpy(&size, header + 9, 8);
   message.payload.assign(size, '\0');
   return read_exact(fd, message.payload.data(), size, deadline);
 }
@@ -122,40 +125,73 @@ std::vector<double> timed_forwards(BackendInstance& instance, const at::Tensor& 
   return times;
 }
 
-// The child: loads the backend, runs `indices` in order, reports each, exits.
-[[noreturn]] void child_main(int fd, const BackendSpec& spec, const BackendSource& source,
-                             const std::vector<at::Tensor>& inputs, const std::vector<size_t>& indices, int repeats) {
-  std::optional<BackendInstance> instance;
-  try {
-    instance.emplace(BackendInstance::load(spec, source));
-  } catch (const Error& e) {
-    send(fd, k_load_error, 0, e.what());
-    ::_exit(0);
-  } catch (const std::exception& e) {
-    send(fd, k_load_error, 0, torch_error_summary(e));
-    ::_exit(0);
+// The inputs stage `stage` runs: all for the reference (stage 0), else those on
+// which the reference produced outputs.
+std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<bool>& reference_failed) {
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < count; ++i) {
+    if (stage == 0 || !reference_failed[i]) {
+      indices.push_back(i);
+    }
   }
-  if (instance->skipped()) {
-    send(fd, k_skipped, 0, instance->skip_reason());
-    ::_exit(0);
-  }
-  send(fd, k_loaded, 0, "");
-  for (size_t index : indices) {
+  return indices;
+}
+
+// The child: from (stage, position) on, loads each stage's backend and runs its
+// inputs in order, reporting each, then exits. The parent mirrors this order.
+[[noreturn]] void child_main(int fd, const std::vector<Stage>& stages, const BackendSource& source,
+                             const std::vector<at::Tensor>& inputs, size_t first_stage, size_t first_position,
+                             std::vector<bool> reference_failed) {
+  for (size_t stage = first_stage; stage < stages.size(); ++stage) {
+    std::vector<size_t> indices = stage_inputs(stage, inputs.size(), reference_failed);
+    if (indices.empty()) {
+      continue;
+    }
+    const uint32_t tag = static_cast<uint32_t>(stage);
+    std::optional<BackendInstance> instance;
     try {
-      std::vector<c10::IValue> outputs;
-      std::vector<double> times = timed_forwards(*instance, inputs[index], repeats, outputs);
-      c10::List<double> time_list;
-      for (double time : times) {
-        time_list.push_back(time);
-      }
-      c10::IValue payload = c10::ivalue::Tuple::create({c10::ivalue::Tuple::create(outputs), time_list});
-      std::vector<char> bytes = torch::jit::pickle_save(payload);
-      send(fd, k_forwards, static_cast<uint32_t>(index), std::string(bytes.begin(), bytes.end()));
+      instance.emplace(BackendInstance::load(stages[stage].spec, source));
     } catch (const Error& e) {
-      send(fd, k_forward_error, static_cast<uint32_t>(index), e.what());
+      send(fd, k_load_error, tag, 0, e.what());
+      if (stage == 0) {
+        ::_exit(0);
+      }
+      continue;
     } catch (const std::exception& e) {
-      send(fd, k_forward_error, static_cast<uint32_t>(index),
-           "sending the outputs to the runner failed: " + torch_error_summary(e));
+      send(fd, k_load_error, tag, 0, torch_error_summary(e));
+      if (stage == 0) {
+        ::_exit(0);
+      }
+      continue;
+    }
+    if (instance->skipped()) {
+      send(fd, k_skipped, tag, 0, instance->skip_reason());
+      if (stage == 0) {
+        ::_exit(0);
+      }
+      continue;
+    }
+    send(fd, k_loaded, tag, 0, "");
+    for (size_t position = stage == first_stage ? first_position : 0; position < indices.size(); ++position) {
+      const size_t index = indices[position];
+      try {
+        std::vector<c10::IValue> outputs;
+        std::vector<double> times = timed_forwards(*instance, inputs[index], stages[stage].repeats, outputs);
+        c10::List<double> time_list;
+        for (double time : times) {
+          time_list.push_back(time);
+        }
+        c10::IValue payload = c10::ivalue::Tuple::create({c10::ivalue::Tuple::create(outputs), time_list});
+        std::vector<char> bytes = torch::jit::pickle_save(payload);
+        send(fd, k_forwards, tag, static_cast<uint32_t>(index), std::string(bytes.begin(), bytes.end()));
+      } catch (const std::exception& e) {
+        const Error* error = dynamic_cast<const Error*>(&e);
+        send(fd, k_forward_error, tag, static_cast<uint32_t>(index),
+             error != nullptr ? std::string(e.what()) : "sending the outputs to the runner failed: " + torch_error_summary(e));
+        if (stage == 0) {
+          reference_failed[index] = true;
+        }
+      }
     }
   }
   ::_exit(0);
@@ -188,88 +224,102 @@ std::string format_seconds(double seconds) {
   return buffer;
 }
 
-BackendRun run_isolated(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
-                        const std::vector<bool>& wanted, const BackendRunOptions& options) {
-  BackendRun run;
-  run.inputs.resize(inputs.size());
-  run.skip_reason = backend_skip_reason(spec);
-  if (!run.skip_reason.empty()) {
-    return run;
+}  // namespace
+
+std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
+                                     const std::vector<at::Tensor>& inputs, double timeout_s) {
+  std::vector<BackendRun> runs(stages.size());
+  for (BackendRun& run : runs) {
+    run.inputs.resize(inputs.size());
   }
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (wanted[i]) {
-      pending.push_back(i);
+  std::vector<bool> reference_failed(inputs.size(), false);
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  auto who = [&](size_t stage) { return source.config_path + ": backend '" + stages[stage].spec.name + "'"; };
+  size_t stage = 0;
+  size_t position = 0;  // in stage_inputs(stage, ...)
+  // Moves past stages with nothing to run; stops everything when the reference has nothing.
+  auto settle = [&]() {
+    while (stage < stages.size()) {
+      if (stage > 0 && (!runs[0].load_error.empty() || !runs[0].skip_reason.empty())) {
+        stage = stages.size();
+        break;
+      }
+      if (position < stage_inputs(stage, inputs.size(), reference_failed).size()) {
+        break;
+      }
+      ++stage;
+      position = 0;
     }
-  }
-  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_s));
-  const std::string who = source.config_path + ": backend '" + spec.name + "'";
-  size_t next = 0;
-  while (next < pending.size()) {
+  };
+  settle();
+  while (stage < stages.size()) {
     int fds[2];
     if (::pipe(fds) != 0) {
-      throw Error(who + ": cannot create a pipe for an isolated check: " + std::strerror(errno));
+      throw Error(who(stage) + ": cannot create a pipe for an isolated check: " + std::strerror(errno));
     }
     pid_t pid = ::fork();
     if (pid < 0) {
       ::close(fds[0]);
       ::close(fds[1]);
-      throw Error(who + ": cannot fork an isolated check: " + std::strerror(errno));
+      throw Error(who(stage) + ": cannot fork an isolated check: " + std::strerror(errno));
     }
     if (pid == 0) {
       ::close(fds[0]);
-      child_main(fds[1], spec, source, inputs, std::vector<size_t>(pending.begin() + next, pending.end()),
-                 options.repeats);
+      child_main(fds[1], stages, source, inputs, stage, position, reference_failed);
     }
     ::close(fds[1]);
     bool loaded = false;
-    bool finished = false;
-    while (!finished) {
+    while (stage < stages.size()) {
       Message message;
       ReadResult result = receive(fds[0], message, Clock::now() + limit);
-      if (result == ReadResult::k_timeout) {
+      if (result != ReadResult::k_ok) {
+        const bool timed_out = result == ReadResult::k_timeout;
+        const std::string died = timed_out ? "did not finish within timeout_s " + format_seconds(timeout_s) +
+                                                 " and was killed"
+                                           : "died: " + describe_exit(reap(pid, false));
+        if (timed_out) {
+          reap(pid, true);
+        }
+        BackendRun& run = runs[stage];
+        if (!loaded) {
+          run.load_error = who(stage) + ": the process loading '" + source.model_path + "' " + died;
+          run.load_timed_out = timed_out;
+          ++stage;
+          position = 0;
+        } else {
+          const size_t index = stage_inputs(stage, inputs.size(), reference_failed)[position];
+          run.inputs[index].error = who(stage) + ": the process running forward of '" + source.model_path + "' " + died;
+          run.inputs[index].timed_out = timed_out;
+          if (stage == 0) {
+            reference_failed[index] = true;
+          }
+          ++position;
+        }
+        settle();
+        break;
+      }
+      if (message.stage != stage) {
         reap(pid, true);
-        const std::string what = "did not finish within timeout_s " + format_seconds(options.timeout_s) +
-                                 " and was killed";
-        if (!loaded) {
-          run.load_error = who + ": loading '" + source.model_path + "' " + what;
-          run.load_timed_out = true;
-          ::close(fds[0]);
-          return run;
-        }
-        InputRun& input = run.inputs[pending[next++]];
-        input.timed_out = true;
-        input.error = who + ": forward of '" + source.model_path + "' " + what;
-        break;
+        ::close(fds[0]);
+        throw Error(who(stage) + ": an isolated check sent a message out of order; this is a bug in driftgate");
       }
-      if (result == ReadResult::k_eof) {
-        const std::string died = describe_exit(reap(pid, false));
-        if (!loaded) {
-          run.load_error = who + ": the process loading '" + source.model_path + "' died: " + died;
-          ::close(fds[0]);
-          return run;
-        }
-        if (next < pending.size()) {
-          run.inputs[pending[next++]].error =
-              who + ": the process running forward of '" + source.model_path + "' died: " + died;
-        }
-        break;
-      }
+      BackendRun& run = runs[stage];
       switch (message.kind) {
         case k_load_error:
-          run.load_error = message.payload;
-          finished = true;
-          break;
         case k_skipped:
-          run.skip_reason = message.payload;
-          finished = true;
+          (message.kind == k_skipped ? run.skip_reason : run.load_error) = message.payload;
+          ++stage;
+          position = 0;
           break;
         case k_loaded:
           loaded = true;
-          break;
+          continue;
         case k_forward_error:
           run.inputs.at(message.index).error = message.payload;
-          ++next;
+          if (stage == 0) {
+            reference_failed[message.index] = true;
+          }
+          ++position;
           break;
         case k_forwards: {
           std::vector<char> bytes(message.payload.begin(), message.payload.end());
@@ -282,24 +332,29 @@ BackendRun run_isolated(const BackendSpec& spec, const BackendSource& source, co
             times.push_back(time.toDouble());
           }
           run.inputs.at(message.index).forwards = make_forwards(std::move(outputs), std::move(times));
-          ++next;
+          ++position;
           break;
         }
         default:
           reap(pid, true);
           ::close(fds[0]);
-          throw Error(who + ": an isolated check sent a malformed message; this is a bug in driftgate");
+          throw Error(who(stage) + ": an isolated check sent a malformed message; this is a bug in driftgate");
+      }
+      const size_t before = stage;
+      settle();
+      if (stage != before) {
+        loaded = false;
       }
     }
-    if (finished) {
-      reap(pid, false);
-      ::close(fds[0]);
-      return run;
-    }
     ::close(fds[0]);
+    if (stage >= stages.size()) {
+      reap(pid, false);
+    }
   }
-  return run;
+  return runs;
 }
+
+namespace {
 
 BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
                           const std::vector<bool>& wanted, const BackendRunOptions& options,
@@ -357,9 +412,6 @@ Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> tim
 BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
                        const std::vector<bool>& wanted, const BackendRunOptions& options,
                        const BackendInstance* alias_reference, std::optional<BackendInstance>* keep) {
-  if (options.isolate) {
-    return run_isolated(spec, source, inputs, wanted, options);
-  }
   return run_in_process(spec, source, inputs, wanted, options, alias_reference, keep);
 }
 

@@ -88,6 +88,16 @@ class ExperimentRun {
         m_grid(inputs.size(), std::vector<std::vector<CheckRecord>>(experiment.targets.size())) {}
 
   std::vector<CheckRecord> run() {
+    if (m_backend_options.isolate) {
+      std::vector<Stage> stages{{m_experiment.reference, m_experiment.repeats}};
+      if (m_experiment.oracle) {
+        stages.push_back({oracle_spec(), 1});
+      }
+      for (const BackendSpec& target : m_experiment.targets) {
+        stages.push_back({target, m_experiment.repeats});
+      }
+      m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s);
+    }
     run_reference();
     if (m_experiment.oracle) {
       run_oracle();
@@ -109,8 +119,11 @@ class ExperimentRun {
     m_reference_results.resize(m_inputs.size());
     m_reference_errors.resize(m_inputs.size());
     m_reference_timed_out.resize(m_inputs.size(), false);
-    m_reference_run = run_backend(m_experiment.reference, m_source, m_inputs, std::vector<bool>(m_inputs.size(), true),
-                                  m_backend_options, nullptr, &m_reference_instance);
+    m_reference_run = m_backend_options.isolate
+                          ? std::move(m_isolated_runs[0])
+                          : run_backend(m_experiment.reference, m_source, m_inputs,
+                                        std::vector<bool>(m_inputs.size(), true), m_backend_options, nullptr,
+                                        &m_reference_instance);
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       InputRun& input = m_reference_run.inputs[i];
       if (!input.forwards) {
@@ -142,7 +155,9 @@ class ExperimentRun {
     }
     BackendRunOptions options = m_backend_options;
     options.repeats = 1;
-    BackendRun oracle = run_backend(oracle_spec(), m_source, m_inputs, wanted, options, reference_instance());
+    BackendRun oracle = m_backend_options.isolate
+                            ? std::move(m_isolated_runs[1])
+                            : run_backend(oracle_spec(), m_source, m_inputs, wanted, options, reference_instance());
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (!oracle.load_error.empty() || !oracle.skip_reason.empty()) {
         m_oracle_errors[i] = "the float64 oracle failed: " + oracle.load_error + oracle.skip_reason;
@@ -218,7 +233,10 @@ class ExperimentRun {
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       wanted[i] = !reference_problem(i).has_value();
     }
-    BackendRun target = run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
+    BackendRun target =
+        m_backend_options.isolate
+            ? std::move(m_isolated_runs[(m_experiment.oracle ? 2 : 1) + t])
+            : run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (auto problem = reference_problem(i)) {
         fill(i, t, problem->first, problem->second);
@@ -316,6 +334,7 @@ class ExperimentRun {
   std::ostream& m_log;
   std::optional<BackendInstance> m_reference_instance;  // in-process runs only (for the aliasing check)
   BackendRun m_reference_run;
+  std::vector<BackendRun> m_isolated_runs;  // isolated: reference, oracle (if on), targets
   std::vector<std::optional<Forwards>> m_reference_results;  // per input
   std::vector<std::string> m_reference_errors;               // per input; "" when it ran
   std::vector<bool> m_reference_timed_out;                   // per input
