@@ -22,7 +22,7 @@ struct RunnerOptions {
   // Intra-op threads (at::set_num_threads) of every backend whose spec says
   // threads: 0. The `--threads` of `driftgate run`; at least 1.
   int threads = 1;
-  // Run every backend in forked child processes (runner/backend_run.h), so a
+  // Run each experiment's backends in forked child processes (runner/backend_run.h), so a
   // check that aborts, crashes or exceeds its experiment's timeout_s is recorded
   // (crash_ref, crash_target, timeout) and the run goes on. Off: everything runs
   // in this process, and a crash ends the run.
