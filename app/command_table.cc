@@ -6,7 +6,7 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"run", "run experiments on their reference and target backends; write run.jsonl", cmd_run},
       {"diff", "compare a run with its baseline; print the summary; exit 1 on regression", cmd_diff},
-      {"baseline", "store a run as the baseline of its commit and environment (update)", cmd_baseline},
+      {"baseline", "update, accept, show, list or prune the stored baselines", cmd_baseline},
       {"post", "post a report on the PR/MR: sticky comment, commit status (github|gitlab)", cmd_post},
       {"sweep", "pass rates per target backend at several tolerances, from one run file", cmd_sweep},
       {"merge", "join the shard files of run --shard i/N into one run file; exit 2 on a missing shard", cmd_merge},
