@@ -11,21 +11,10 @@ namespace {
 
 constexpr const char* k_replacement = "\xEF\xBF\xBD";  // U+FFFD
 
-std::string number(const std::optional<double>& value) {
-  if (!value) {
-    return "n/a";
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", *value);
-  return buffer;
-}
-
-std::string status(const std::optional<CheckStatus>& value) { return value ? to_string(*value) : "absent"; }
-
 std::string describe(const CheckDiff& check) {
-  std::string text = to_label(check.diff_class) + ": " + status(check.status_before) + " -> " +
-                     status(check.status_after) + ", max_abs " + number(check.max_abs_before) + " -> " +
-                     number(check.max_abs_after);
+  std::string text = to_label(check.diff_class) + ": " + format_status(check.status_before) + " -> " +
+                     format_status(check.status_after) + ", max_abs " + format_number(check.max_abs_before) + " -> " +
+                     format_number(check.max_abs_after);
   for (const auto& note : check.notes) {
     text += "; " + note;
   }
@@ -37,8 +26,8 @@ void render_case(std::ostream& out, const Report& report, const CheckDiff& check
   out << "    <testcase classname=\"" << xml_escape(check.experiment) << "\" name=\"" << xml_escape(check.id)
       << "\" time=\"0\"";
   if (decision.gated) {
-    out << ">\n      <failure type=\"" << to_string(check.diff_class) << "\" message=\""
-        << xml_escape(describe(check)) << "\">" << xml_escape(check.message) << "</failure>\n    </testcase>\n";
+    out << ">\n      <failure type=\"" << to_string(check.diff_class) << "\" message=\"" << xml_escape(describe(check))
+        << "\">" << xml_escape(check.message) << "</failure>\n    </testcase>\n";
     return;
   }
   if (check.diff_class == DiffClass::k_missing) {
@@ -47,9 +36,9 @@ void render_case(std::ostream& out, const Report& report, const CheckDiff& check
   }
   if (decision.allowed_by != nullptr) {
     const AllowEntry& entry = *decision.allowed_by;
-    out << ">\n      <system-out>" << xml_escape(describe(check) + "; allowed by '" + entry.check_glob + "' (" +
-                                                entry.origin + ", owner " + entry.owner + ", until " + entry.expires +
-                                                "): " + entry.reason)
+    out << ">\n      <system-out>"
+        << xml_escape(describe(check) + "; allowed by '" + entry.check_glob + "' (" + entry.origin + ", owner " +
+                      entry.owner + ", until " + entry.expires + "): " + entry.reason)
         << "</system-out>\n    </testcase>\n";
     return;
   }

@@ -1,5 +1,7 @@
 #include "differ/report.h"
 
+#include <cstdio>
+
 namespace driftgate {
 
 const char* to_string(Verdict verdict) {
@@ -48,5 +50,16 @@ Report make_report(const RunFile& run, const BaselineSelection& selection, std::
 ExitCode report_exit_code(const Report& report) {
   return report.verdict == Verdict::k_fail ? ExitCode::k_gated : ExitCode::k_ok;
 }
+
+std::string format_number(const std::optional<double>& value) {
+  if (!value) {
+    return "n/a";
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", *value);
+  return buffer;
+}
+
+std::string format_status(const std::optional<CheckStatus>& value) { return value ? to_string(*value) : "absent"; }
 
 }  // namespace driftgate

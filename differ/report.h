@@ -60,4 +60,9 @@ Report make_report(const RunFile& run, const BaselineSelection& selection, std::
 // The published exit code of a report: 1 for k_fail, 0 otherwise (no baseline is neutral).
 ExitCode report_exit_code(const Report& report);
 
+// How the plain-text renderers (text, JUnit) write a value that may be absent:
+// "1.23e-05" (%.3g) or "n/a"; a status name or "absent".
+std::string format_number(const std::optional<double>& value);
+std::string format_status(const std::optional<CheckStatus>& value);
+
 }  // namespace driftgate

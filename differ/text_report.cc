@@ -26,17 +26,6 @@ class Painter {
 
 std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
 
-std::string number(const std::optional<double>& value) {
-  if (!value) {
-    return "n/a";
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", *value);
-  return buffer;
-}
-
-std::string status(const std::optional<CheckStatus>& value) { return value ? to_string(*value) : "absent"; }
-
 std::string counts(const DiffResult& diff) {
   std::string phrase;
   for (DiffClass diff_class : all_diff_classes()) {
@@ -62,8 +51,9 @@ std::string verdict_line(const Report& report, const Painter& paint) {
 }
 
 void render_check(std::ostream& out, const Report& report, const CheckDiff& check) {
-  out << "  " << terminal_safe(check.id) << "  " << status(check.status_before) << " -> " << status(check.status_after)
-      << "  max_abs " << number(check.max_abs_before) << " -> " << number(check.max_abs_after);
+  out << "  " << terminal_safe(check.id) << "  " << format_status(check.status_before) << " -> "
+      << format_status(check.status_after) << "  max_abs " << format_number(check.max_abs_before) << " -> "
+      << format_number(check.max_abs_after);
   for (const auto& note : check.notes) {
     out << "; " << terminal_safe(note);
   }
@@ -89,8 +79,8 @@ void render_classes(std::ostream& out, const Report& report, const Painter& pain
       gated += check.diff_class == diff_class && decide(report.policy, check).gated;
     }
     std::string title = to_label(diff_class) + " (" + std::to_string(report.diff->count(diff_class)) + ")";
-    out << "\n" << (gated > 0 ? paint(k_red, title + ", " + std::to_string(gated) + " gated") : paint(k_bold, title))
-        << ":\n";
+    out << "\n"
+        << (gated > 0 ? paint(k_red, title + ", " + std::to_string(gated) + " gated") : paint(k_bold, title)) << ":\n";
     for (const auto& check : report.diff->checks) {
       if (check.diff_class == diff_class) {
         render_check(out, report, check);
@@ -127,11 +117,11 @@ std::string render_text(const Report& report, const TextOptions& options) {
     return out.str();
   }
   out << "baseline " << short_sha(report.baseline_sha) << " (environment " << report.baseline_env_key << "), "
-      << report.baseline_steps << " first-parent " << (report.baseline_steps == 1 ? "step" : "steps")
-      << " back from " << short_sha(report.start_sha) << "; run " << short_sha(report.run_sha) << "\n";
+      << report.baseline_steps << " first-parent " << (report.baseline_steps == 1 ? "step" : "steps") << " back from "
+      << short_sha(report.start_sha) << "; run " << short_sha(report.run_sha) << "\n";
   if (report.env_mismatch) {
-    out << paint(k_yellow, "compared across environments") << " (--allow-env-mismatch): "
-        << terminal_safe(report.env_changes) << "\n";
+    out << paint(k_yellow, "compared across environments")
+        << " (--allow-env-mismatch): " << terminal_safe(report.env_changes) << "\n";
   }
   out << "policy" << (report.policy.source.empty() ? "" : " (" + terminal_safe(report.policy.source) + ")") << ":\n";
   for (const auto& line : describe_policy(report.policy)) {
