@@ -7,12 +7,14 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& content) {
-  std::string path = (std::filesystem::temp_directory_path() / name).string();
+  static test::TempDir temp;  // one per process, removed at exit
+  std::string path = temp / name;
   std::ofstream(path) << content;
   return path;
 }

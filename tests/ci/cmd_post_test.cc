@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "tests/ci/post_test_support.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -23,8 +24,7 @@ struct Invocation {
 class CmdPostTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = std::filesystem::temp_directory_path() / "dg_cmd_post";
-    std::filesystem::create_directories(dir);
+    dir = temp.path();
     report = (dir / "report.json").string();
     write_file_atomic(report,
                       test::make_report("fail", {test::report_check("m/@team/a~b/o", "regressed", true)}).dump());
@@ -51,6 +51,7 @@ class CmdPostTest : public ::testing::Test {
             {"GITHUB_TOKEN", k_token}};
   }
 
+  test::TempDir temp;
   std::filesystem::path dir;
   std::string report;
   std::string event;

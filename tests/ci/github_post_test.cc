@@ -11,6 +11,7 @@
 #include "core/file_util.h"
 #include "tests/ci/fake_github_server.h"
 #include "tests/ci/post_test_support.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -250,13 +251,13 @@ TEST_F(GithubPostTest, WorkflowRunRefusesAPullThatIsClosedOrMovedOn) {
 }
 
 TEST_F(GithubPostTest, WritesTheJobSummaryWhenAsked) {
-  std::string path = (std::filesystem::temp_directory_path() / "dg_step_summary.md").string();
+  test::TempDir temp;
+  std::string path = temp / "step_summary.md";
   write_file_atomic(path, "earlier step\n");
   settings.step_summary_path = path;
   post(failing());
   std::string summary = read_file(path);
   EXPECT_EQ(summary.rfind("earlier step\n### driftgate: FAIL", 0), 0U) << summary;
-  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "tests/ci/post_test_support.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -21,11 +22,12 @@ class GithubTargetTest : public ::testing::Test {
       GTEST_SKIP() << "shared/api not found at " << DRIFTGATE_SHARED_API;
     }
   }
+  test::TempDir temp;
   nlohmann::json event(const std::string& name) {
     return nlohmann::json::parse(read_file(test::shared_api_dir() + "/github/events/" + name));
   }
   std::map<std::string, std::string> env_for(const nlohmann::json& payload, const std::string& event_name) {
-    std::string path = (std::filesystem::temp_directory_path() / ("dg_event_" + event_name + ".json")).string();
+    std::string path = temp / ("event_" + event_name + ".json");
     write_file_atomic(path, payload.dump());
     return {{"GITHUB_EVENT_PATH", path},
             {"GITHUB_EVENT_NAME", event_name},

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -103,8 +104,8 @@ TEST(HttplibTransport, PlainHttpToLoopbackCarriesMethodHeadersAndBody) {
 }
 
 TEST(HttplibTransport, HttpsVerifiesTheServerCertificate) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "dg_tls_test";
-  std::filesystem::create_directories(dir);
+  test::TempDir temp;
+  std::filesystem::path dir = temp.path();
   SelfSigned files = make_self_signed(dir);
   httplib::SSLServer server(files.cert_path.c_str(), files.key_path.c_str());
   ASSERT_TRUE(server.is_valid());
@@ -118,7 +119,6 @@ TEST(HttplibTransport, HttpsVerifiesTheServerCertificate) {
 
   HttpResponse trusted = HttplibTransport(HttpTimeouts{}, files.cert_path).send(request);
   EXPECT_EQ(trusted.status, 201) << trusted.transport_error;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(HttplibTransport, ReadTimeoutAndRefusedConnectionAreTransportErrors) {

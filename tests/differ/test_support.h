@@ -16,31 +16,9 @@
 
 #include "core/environment.h"
 #include "core/record.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate::test {
-
-// A fresh directory removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "driftgate-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    m_path = std::filesystem::canonical(pattern).string();
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-  }
-  const std::string& path() const { return m_path; }
-  std::string operator/(const std::string& name) const { return m_path + "/" + name; }
-
- private:
-  std::string m_path;
-};
 
 // Runs a shell command; returns its stdout without the trailing newline. Throws on a non-zero exit.
 inline std::string shell(const std::string& command) {
