@@ -1,0 +1,7 @@
+# Fault injection and bad input through the real binary (included from tests/e2e/CMakeLists.txt):
+# SIGKILL during `baseline update`, failed writes (full disk, /dev/full, read-only store), and the
+# pinned bad-input corpus in tests/data/bad_inputs. Runs come from make_run (baselines.cmake).
+foreach(name fault_baseline_kill fault_write)
+  driftgate_e2e_test(${name})
+  set_property(TEST e2e_${name} APPEND PROPERTY ENVIRONMENT "MAKE_RUN=$<TARGET_FILE:make_run>")
+endforeach()
