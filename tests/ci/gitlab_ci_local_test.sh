@@ -87,3 +87,17 @@ if problems:
     sys.exit(1)
 print("gitlab-ci-local: template posted once, updated once; 2 statuses; no violations")
 PY
+
+# driftgate's own .gitlab-ci.yml includes the template with its inputs: it must pass
+# the schema check, with the baseline job on pushes and the gate on merge requests.
+own="$work/own"
+mkdir -p "$own/ci"
+cp "$(dirname "$template")/../.gitlab-ci.yml" "$own/.gitlab-ci.yml"
+cp "$template" "$own/ci/driftgate.gitlab-ci.yml"
+(cd "$own" && git init -q -b main && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm init)
+for case in "push:driftgate-baseline test" "merge_request_event:driftgate-gate test"; do
+  jobs=$(cd "$own" && gitlab-ci-local --list --variable "CI_PIPELINE_SOURCE=${case%%:*}" 2>&1 |
+    awk '$1 ~ /^(driftgate-|test$)/ {print $1}' | sort | tr '\n' ' ')
+  [[ "$jobs" == "${case#*:} " ]] || { echo "FAIL: .gitlab-ci.yml, ${case%%:*}: jobs '$jobs', expected '${case#*:}'"; exit 1; }
+done
+echo "gitlab-ci-local: .gitlab-ci.yml passes the schema check; push: baseline, MR: gate"
