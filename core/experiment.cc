@@ -209,7 +209,8 @@ class Reader {
 };
 
 const std::vector<std::string> k_experiment_keys = {"name",     "model",     "inputs",  "reference", "targets",
-                                                    "backends", "tolerance", "repeats", "oracle",  "timeout_s"};
+                                                    "backends", "tolerance", "repeats", "oracle",  "timeout_s",
+                                                    "task"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",    "device",   "dtype",
@@ -481,6 +482,9 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   }
   if (const YAML::Node repeats = root["repeats"]) {
     experiment.repeats = static_cast<int>(reader.integer(repeats, "repeats", 1, 100));
+  }
+  if (const YAML::Node task = root["task"]) {
+    experiment.task = parse_task(task, reader.path(), base_dir);
   }
   return experiment;
 }

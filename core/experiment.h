@@ -11,10 +11,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/record.h"
+#include "core/task_spec.h"
 
 namespace driftgate {
 
@@ -115,6 +117,8 @@ struct Experiment {
   // Time limit for loading a backend and for one input's forwards (all repeats) in an
   // isolated run; beyond it the check is recorded as timeout and the run goes on.
   double timeout_s = 120.0;
+  // Tier 3 (`task:`): the task adapter and its tolerances; absent, no task checks.
+  std::optional<TaskSpec> task;
 };
 
 // Loads and validates one experiment. Throws driftgate::Error with

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/record_task.h"
 
 namespace driftgate {
 
@@ -39,6 +40,7 @@ constexpr StatusName k_status_names[] = {
     {CheckStatus::k_timeout, "timeout"},
     {CheckStatus::k_ref_nondeterministic, "ref_nondeterministic"},
     {CheckStatus::k_skipped, "skipped"},
+    {CheckStatus::k_fail_task, "fail_task"},
 };
 
 // JSON has no NaN or infinity: write them as strings so nothing is lost.
@@ -313,6 +315,12 @@ CheckRecord parse_check(const Json& json) {
   if (json.contains("stats")) {
     check.stats = parse_stats(json["stats"]);
   }
+  if (json.contains("task")) {
+    check.task = task_result_from_json(json["task"]);
+  }
+  if (json.contains("mitigation")) {
+    check.mitigation = mitigation_from_json(json["mitigation"]);
+  }
   const Json& timings = field(json, "timings_ms");
   check.reference_ms = to_number(field(timings, "reference"));
   check.target_ms = to_number(field(timings, "target"));
@@ -338,6 +346,10 @@ RunSummary parse_summary(const Json& json) {
   summary.checks = integer(json, "checks");
   for (const auto& [name, count] : field(json, "by_status").items()) {
     summary.by_status[name] = count.get<int64_t>();
+  }
+  // Files written before a status existed (fail_task) do not list it: it counted 0.
+  for (CheckStatus status : all_check_statuses()) {
+    summary.by_status.emplace(to_string(status), 0);
   }
   return summary;
 }
@@ -501,6 +513,12 @@ std::string check_to_json_line(const CheckRecord& check) {
   }
   if (check.stats) {
     json["stats"] = stats_json(*check.stats);
+  }
+  if (check.task) {
+    json["task"] = task_result_to_json(*check.task);
+  }
+  if (check.mitigation) {
+    json["mitigation"] = mitigation_to_json(*check.mitigation);
   }
   json["timings_ms"] = Json{{"reference", number(check.reference_ms)}, {"target", number(check.target_ms)}};
   return json.dump();

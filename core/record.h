@@ -41,6 +41,7 @@ enum class CheckStatus {
   k_timeout,         // a forward exceeded the per-check time limit
   k_ref_nondeterministic,  // the reference differs from itself between repeats by more than the tolerance
   k_skipped,         // the backend is not available in this build or on this machine; message says why
+  k_fail_task,       // tier 3: the task answer changed beyond the task tolerances (class, boxes, mask)
 };
 
 const char* to_string(CheckStatus status);
@@ -132,6 +133,25 @@ struct Tier1Stats {
   std::optional<double> target_repeat_max_abs;
 };
 
+// Tier 3: what a task adapter measured for one task check (output "task:...").
+struct TaskResult {
+  std::string kind;     // "classification", "detection", "segmentation"
+  std::string adapter;  // how the outputs were read: "top1+top5", "anchors+nms=stable", "argmax"
+  std::map<std::string, double> metrics;  // e.g. top1_agreement, matched_fraction, map50, miou
+  std::vector<std::string> findings;      // each flip with the reference's margin, what restored agreement
+};
+
+// `run --mitigate`: the smallest set of fallbacks that made a failing target agree again.
+struct Mitigation {
+  std::vector<std::string> fallbacks;  // e.g. {"fp32"}, {"onednn_off", "contiguous"}; empty: none restored
+  std::string restores;                // "tier1" (every check passes) or "tier3" (the task checks pass)
+  std::string backend;                 // the mitigated backend as run: "cpu_bf16+fp32"
+  double latency_ms = 0.0;             // its median forward
+  double target_ms = 0.0;              // the failing target's median forward
+  int64_t tried = 0;                   // fallback sets tried
+  std::string message;                 // one line for the terminal
+};
+
 struct CheckRecord {
   std::string id;          // "<experiment>/<input>/<reference>~<target>/<output>", stable across commits
   std::string experiment;
@@ -145,6 +165,8 @@ struct CheckRecord {
   std::optional<ObservedTensor> observed_reference;
   std::optional<ObservedTensor> observed_target;
   std::optional<Tier1Stats> stats;  // absent for error/skipped/structure failures
+  std::optional<TaskResult> task;   // tier-3 checks only
+  std::optional<Mitigation> mitigation;  // failing checks of a `run --mitigate` run
   double reference_ms = 0.0;        // wall time of one forward (median of repeats)
   double target_ms = 0.0;
 };

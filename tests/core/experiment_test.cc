@@ -135,7 +135,7 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, repeats, oracle, timeout_s)"},
+     "inputs, reference, targets, backends, tolerance, repeats, oracle, timeout_s, task)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
@@ -186,7 +186,31 @@ const BadConfig k_bad_configs[] = {
      "DIR/x.yaml:3:42: mean must have exactly 3 values (one per RGB channel), got 2"},
     {"name: a\n---\nname: b\n",
      "DIR/x.yaml:3:1: one experiment per file: found a second YAML document; split it into its own file"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntask: {kind: detection, "
+     "outputs: [a, b], nms: nativ}\n",
+     "DIR/x.yaml:5:47: unknown nms mode 'nativ'; did you mean 'native'? (one of: stable, native)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntask: {kind: "
+     "classification, outputs: out, labels: none.txt}\n",
+     "DIR/x.yaml:5:52: labels file 'none.txt' cannot be read (DIR/none.txt: cannot read (No such file or "
+     "directory))"},
 };
+
+TEST_F(ExperimentTest, TaskSectionIsParsed) {
+  std::ofstream(m_dir / "labels.txt") << "r 3\n";
+  Experiment e = parse(
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [1, 10]}}]\ntargets: [frozen]\n"
+      "task: {kind: classification, outputs: out, top_k: 3, epsilon: 1.0e-6, labels: labels.txt,\n"
+      "       tolerances: {min_top1_agreement: 0.9}}\n");
+  ASSERT_TRUE(e.task.has_value());
+  EXPECT_EQ(e.task->kind, TaskKind::k_classification);
+  EXPECT_EQ(e.task->top_k, 3);
+  EXPECT_DOUBLE_EQ(e.task->epsilon, 1e-6);
+  EXPECT_EQ(e.task->labels.at("r"), std::vector<int64_t>{3});
+  EXPECT_DOUBLE_EQ(e.task->tolerances.min_top1_agreement, 0.9);
+  EXPECT_EQ(e.task->origin, (m_dir / "x.yaml").string() + ":5:7");
+  EXPECT_FALSE(
+      parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n").task);
+}
 
 TEST_F(ExperimentTest, MalformedConfigsGivePinnedMessages) {
   for (const auto& bad : k_bad_configs) {
