@@ -391,6 +391,23 @@ c10::IValue BackendInstance::forward(const at::Tensor& input) {
   }
 }
 
+c10::IValue BackendInstance::with_settings(const std::function<c10::IValue()>& call) {
+  if (skipped()) {
+    throw Error(m_source.config_path + ": backend '" + m_spec.name + "' is skipped: " + m_skip_reason);
+  }
+  try {
+    SettingsGuard guard(m_spec.onednn, m_threads, m_spec.tf32);
+    AutocastGuard autocast(m_spec.autocast, scalar_type(m_spec.dtype));
+    FuserGuard fuser(m_spec.graph == GraphMode::k_fused);
+    at::NoGradGuard no_grad;
+    return call();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(BackendStage::k_forward, e);
+  }
+}
+
 std::vector<const void*> BackendInstance::storage_pointers() const {
   std::vector<const void*> pointers;
   if (skipped()) {

@@ -17,6 +17,7 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,11 @@ class BackendInstance {
   // count, restored afterwards; no autograd. Throws driftgate::Error (stage
   // "forward") on any LibTorch error, including a `raise` in the model.
   c10::IValue forward(const at::Tensor& input);
+
+  // `call` under the same settings as forward() (oneDNN flag, threads, autocast,
+  // fuser, no autograd): tier 2's capture and re-injection forwards. Throws
+  // driftgate::Error (stage "forward") on any LibTorch error.
+  c10::IValue with_settings(const std::function<c10::IValue()>& call);
 
   // The storage of every tensor the instance holds: parameters, buffers, other
   // tensor attributes, and the constants of its forward graph (where a frozen

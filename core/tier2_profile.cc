@@ -1,0 +1,241 @@
+#include "core/tier2_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace driftgate {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char* const k_fields[] = {"alignment",       "layers",       "observed",    "not_observable",    "coverage",
+                                "first_divergent", "highest_rank", "reinjection", "reinjection_delta", "note",
+                                "peak_rss_kib",    "profile"};
+
+Json number(double value) {
+  if (std::isnan(value)) {
+    return "nan";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "inf" : "-inf";
+  }
+  return value;
+}
+
+double to_number(const Json& value, const char* what) {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (text == "nan") {
+      return std::nan("");
+    }
+    if (text == "inf" || text == "-inf") {
+      return text == "inf" ? INFINITY : -INFINITY;
+    }
+  }
+  if (!value.is_number()) {
+    throw Error(std::string("localization: '") + what + "' must be a number, got " + value.dump());
+  }
+  return value.get<double>();
+}
+
+const Json& field(const Json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) {
+    throw Error(std::string("localization: missing field '") + name + "'");
+  }
+  return *it;
+}
+
+std::string text(const Json& object, const char* name) {
+  const Json& value = field(object, name);
+  if (!value.is_string()) {
+    throw Error(std::string("localization: field '") + name + "' must be a string");
+  }
+  return value.get<std::string>();
+}
+
+int64_t integer(const Json& object, const char* name) {
+  const Json& value = field(object, name);
+  if (!value.is_number_integer()) {
+    throw Error(std::string("localization: field '") + name + "' must be an integer");
+  }
+  return value.get<int64_t>();
+}
+
+LayerProfile parse_layer(const Json& row) {
+  if (!row.is_array() || row.size() != 6 || !row[0].is_string() || !row[1].is_string()) {
+    throw Error("localization: a profile row must be [name, status, delta, noise_floor, threshold, rank], got " +
+                row.dump());
+  }
+  LayerProfile layer;
+  layer.name = row[0].get<std::string>();
+  layer.status = parse_layer_status(row[1].get<std::string>());
+  layer.delta = to_number(row[2], "delta");
+  layer.noise_floor = to_number(row[3], "noise_floor");
+  layer.threshold = to_number(row[4], "threshold");
+  layer.rank = to_number(row[5], "rank");
+  return layer;
+}
+
+// delta / threshold of an observed layer (0 when both are 0).
+double ratio(const LayerProfile& layer) {
+  if (layer.threshold > 0.0) {
+    return layer.delta / layer.threshold;
+  }
+  return layer.delta > 0.0 ? INFINITY : 0.0;
+}
+
+}  // namespace
+
+const char* to_string(LayerStatus status) {
+  switch (status) {
+    case LayerStatus::k_ok:
+      return "ok";
+    case LayerStatus::k_divergent:
+      return "divergent";
+    case LayerStatus::k_not_observable:
+      return "not_observable";
+  }
+  return "ok";
+}
+
+LayerStatus parse_layer_status(const std::string& name) {
+  for (LayerStatus status : {LayerStatus::k_ok, LayerStatus::k_divergent, LayerStatus::k_not_observable}) {
+    if (name == to_string(status)) {
+      return status;
+    }
+  }
+  throw Error("localization: unknown layer status '" + name + "' (expected ok, divergent or not_observable)");
+}
+
+std::string localization_to_json(const Localization& localization) {
+  Json profile = Json::array();
+  for (const LayerProfile& layer : localization.profile) {
+    profile.push_back(Json::array({layer.name, to_string(layer.status), number(layer.delta), number(layer.noise_floor),
+                                   number(layer.threshold), number(layer.rank)}));
+  }
+  Json json{{"alignment", localization.alignment},
+            {"layers", localization.layers},
+            {"observed", localization.observed},
+            {"not_observable", localization.not_observable},
+            {"coverage", number(localization.coverage)},
+            {"first_divergent", localization.first_divergent},
+            {"highest_rank", localization.highest_rank},
+            {"reinjection", localization.reinjection},
+            {"reinjection_delta", number(localization.reinjection_delta)},
+            {"note", localization.note},
+            {"peak_rss_kib", localization.peak_rss_kib},
+            {"profile", std::move(profile)}};
+  return json.dump();
+}
+
+Localization parse_localization_json(const std::string& text_value) {
+  Json json;
+  try {
+    json = Json::parse(text_value);
+  } catch (const std::exception& e) {
+    throw Error(std::string("localization: not JSON: ") + e.what());
+  }
+  if (!json.is_object()) {
+    throw Error("localization: expected an object");
+  }
+  for (const auto& item : json.items()) {
+    if (std::find_if(std::begin(k_fields), std::end(k_fields), [&](const char* name) { return item.key() == name; }) ==
+        std::end(k_fields)) {
+      throw Error("localization: unknown field '" + item.key() + "'");
+    }
+  }
+  Localization localization;
+  localization.alignment = text(json, "alignment");
+  if (localization.alignment != "position" && localization.alignment != "boundary") {
+    throw Error("localization: alignment must be 'position' or 'boundary', got '" + localization.alignment + "'");
+  }
+  localization.layers = integer(json, "layers");
+  localization.observed = integer(json, "observed");
+  localization.not_observable = integer(json, "not_observable");
+  localization.coverage = to_number(field(json, "coverage"), "coverage");
+  localization.first_divergent = text(json, "first_divergent");
+  localization.highest_rank = text(json, "highest_rank");
+  localization.reinjection = text(json, "reinjection");
+  if (localization.reinjection != "confirmed" && localization.reinjection != "not_confirmed" &&
+      localization.reinjection != "not_run") {
+    throw Error("localization: reinjection must be confirmed, not_confirmed or not_run, got '" +
+                localization.reinjection + "'");
+  }
+  localization.reinjection_delta = to_number(field(json, "reinjection_delta"), "reinjection_delta");
+  localization.note = text(json, "note");
+  localization.peak_rss_kib = integer(json, "peak_rss_kib");
+  const Json& profile = field(json, "profile");
+  if (!profile.is_array()) {
+    throw Error("localization: field 'profile' must be an array");
+  }
+  for (const Json& row : profile) {
+    localization.profile.push_back(parse_layer(row));
+  }
+  if (static_cast<int64_t>(localization.profile.size()) != localization.layers) {
+    throw Error("localization: 'layers' is " + std::to_string(localization.layers) + " but the profile has " +
+                std::to_string(localization.profile.size()) + " rows");
+  }
+  return localization;
+}
+
+std::string layer_sparkline(const Localization& localization, size_t width) {
+  static const char* const k_bars[] = {"\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587"};
+  const auto& layers = localization.profile;
+  if (layers.empty() || width == 0) {
+    return "";
+  }
+  const size_t groups = std::min(width, layers.size());
+  std::string line;
+  for (size_t g = 0; g < groups; ++g) {
+    const size_t begin = g * layers.size() / groups;
+    const size_t end = (g + 1) * layers.size() / groups;
+    bool any_observed = false;
+    double worst = 0.0;
+    for (size_t i = begin; i < end; ++i) {
+      if (layers[i].status != LayerStatus::k_not_observable) {
+        any_observed = true;
+        worst = std::max(worst, ratio(layers[i]));
+      }
+    }
+    if (!any_observed) {
+      line += " ";
+    } else if (worst > 1.0) {
+      line += "\u2588";
+    } else {
+      // 1e-6 .. 1 of the threshold, log-scaled onto the seven lower bars.
+      double level = worst <= 1e-6 ? 0.0 : (std::log10(worst) + 6.0) / 6.0;
+      line += k_bars[std::clamp(static_cast<int>(level * 7.0), 0, 6)];
+    }
+  }
+  return line;
+}
+
+std::string describe_localization(const Localization& localization) {
+  char coverage[160];
+  std::snprintf(coverage, sizeof coverage, "coverage %.0f%% (%lld of %lld layers; %lld fused / not observable)",
+                localization.coverage * 100.0, static_cast<long long>(localization.observed),
+                static_cast<long long>(localization.layers), static_cast<long long>(localization.not_observable));
+  if (localization.first_divergent.empty()) {
+    return std::string("no divergent layer; ") + coverage;
+  }
+  double rank = 0.0;
+  for (const LayerProfile& layer : localization.profile) {
+    if (layer.name == localization.first_divergent) {
+      rank = layer.rank;
+    }
+  }
+  char first[96];
+  std::snprintf(first, sizeof first, " (rank %.3g; re-injection %s)", rank, localization.reinjection.c_str());
+  std::string text_value = "first divergent: " + localization.first_divergent + first;
+  if (!localization.highest_rank.empty() && localization.highest_rank != localization.first_divergent) {
+    text_value += "; highest rank: " + localization.highest_rank;
+  }
+  return text_value + "; " + coverage;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,84 @@
+// Tier 2's result for one check: where, layer by layer, a target's activations
+// leave the reference's, and how sure driftgate is about it.
+//
+// It exists so that a failing check says where the drift starts instead of only
+// that the output differs: the runner captures every activation of reference,
+// float64 oracle and target (runner/tier2_*.h) and writes this compact per-layer
+// profile into the check's record; `driftgate explain` prints it; the text and
+// markdown reports draw it as a sparkline. Torch-free: the differ reads it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace driftgate {
+
+enum class LayerStatus {
+  k_ok,              // within this layer's threshold
+  k_divergent,       // over this layer's threshold
+  k_not_observable,  // the target's graph fused or removed this value: never counted as divergence
+};
+
+const char* to_string(LayerStatus status);
+// Throws driftgate::Error on an unknown name.
+LayerStatus parse_layer_status(const std::string& name);
+
+// One captured value of the reference's graph, in graph order.
+struct LayerProfile {
+  // "<module path>/<op kind>#<n> (<source file>:<line>)", e.g.
+  // "layer1.0.relu/aten::relu_#1 (conv.py:459)"; the module path is "" at the top level.
+  std::string name;
+  LayerStatus status = LayerStatus::k_ok;
+  // max |target - reference| / (max - min of the reference): the range-normalized error.
+  double delta = 0.0;
+  // The same metric for the fp32 reference against the float64 oracle: what float32
+  // rounding alone produces at this layer (0 when the experiment has no oracle).
+  double noise_floor = 0.0;
+  // delta above this is divergence: max(k_noise_factor * noise_floor, the check's
+  // tolerance at this layer's scale) (runner/tier2_localize.h says how).
+  double threshold = 0.0;
+  // CRADLE's rank R_L = (delta_L - max delta_pred) / (max delta_pred + eps) over the
+  // observed layers feeding this one: large where error starts, near 0 where it is
+  // only carried or amplified.
+  double rank = 0.0;
+};
+
+struct Localization {
+  // "position" (the target keeps the reference's graph: runtime settings only) or
+  // "boundary" (the target rewrote the graph: values matched at module boundaries).
+  std::string alignment;
+  int64_t layers = 0;          // captured values of the reference
+  int64_t observed = 0;        // of those, found in the target
+  int64_t not_observable = 0;  // layers - observed: fused or removed by the target's graph
+  double coverage = 0.0;       // observed / layers
+  // The first layer in graph order over its threshold; empty when none is.
+  std::string first_divergent;
+  // The divergent layer with the highest CRADLE rank; empty when none is divergent.
+  std::string highest_rank;
+  // Re-injection: the first divergent layer's op alone on the target, fed the
+  // reference's inputs to it. "confirmed" (it alone reproduces the divergence),
+  // "not_confirmed", or "not_run" (no divergent layer, or an input was not observable).
+  std::string reinjection = "not_run";
+  double reinjection_delta = 0.0;     // that op's range-normalized error (confirmed/not_confirmed)
+  std::string note;                   // why not run, or what went wrong; may be empty
+  int64_t peak_rss_kib = 0;           // peak resident memory of the process that localized
+  std::vector<LayerProfile> profile;  // one per reference layer, graph order
+};
+
+// Compact JSON object (one line): per layer [name, status, delta, noise_floor,
+// threshold, rank]. Non-finite numbers are written as "inf"/"nan" strings.
+std::string localization_to_json(const Localization& localization);
+// Strict: unknown or missing fields and wrong types throw driftgate::Error.
+Localization parse_localization_json(const std::string& text);
+
+// One character per observed layer, log-scaled delta / threshold: ' ' not
+// observable, '▁'..'▇' below the threshold, '█' over it. At most `width`
+// characters (layers are grouped by their worst ratio when there are more).
+std::string layer_sparkline(const Localization& localization, size_t width = 60);
+
+// "first divergent: NAME (rank R; re-injection confirmed); coverage 87% (9 fused / not observable)".
+std::string describe_localization(const Localization& localization);
+
+}  // namespace driftgate

@@ -1,0 +1,439 @@
+#include "runner/tier2_localize.h"
+
+#include <ATen/ATen.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+#include "runner/tier2_align.h"
+#include "runner/tier2_capture.h"
+
+namespace driftgate {
+namespace {
+
+// The range-normalized difference of `value` from `base` (the denominator's owner).
+struct Difference {
+  bool comparable = true;  // same shape
+  double delta = 0.0;      // max |value - base| / scale
+  double scale = 1.0;      // max - min of base (its max |.| when constant, else 1)
+  double max_abs = 0.0;    // max |base|
+};
+
+Difference normalized_difference(const at::Tensor& value, const at::Tensor& base) {
+  Difference result;
+  if (value.sizes() != base.sizes()) {
+    result.comparable = false;
+    return result;
+  }
+  if (base.numel() == 0) {
+    return result;
+  }
+  if (!base.is_floating_point()) {
+    result.delta = value.to(base.scalar_type()).equal(base) ? 0.0 : 1.0;
+    return result;
+  }
+  at::Tensor b = base.to(at::kDouble);
+  at::Tensor v = value.to(at::kDouble);
+  at::Tensor finite = at::isfinite(b);
+  if (finite.any().item<bool>()) {
+    at::Tensor values = b.masked_select(finite);
+    const double low = values.min().item<double>();
+    const double high = values.max().item<double>();
+    result.max_abs = std::max(std::abs(low), std::abs(high));
+    result.scale = high > low ? high - low : (result.max_abs > 0.0 ? result.max_abs : 1.0);
+  }
+  // The same NaN or the same infinity at a position counts as equal; any other
+  // non-finite difference is infinitely far.
+  at::Tensor same_special = (at::isnan(v) & at::isnan(b)) | (at::isinf(v) & at::isinf(b) & (v == b));
+  at::Tensor difference = (v - b).abs().masked_fill(same_special, 0.0).nan_to_num(INFINITY, INFINITY, INFINITY);
+  result.delta = difference.max().item<double>() / result.scale;
+  return result;
+}
+
+double threshold_for(double noise_floor, const Difference& scale, const Tolerance& tolerance) {
+  double threshold = k_noise_factor * noise_floor;
+  if (tolerance.rule != ToleranceRule::k_oracle) {
+    threshold = std::max(threshold, (tolerance.atol + tolerance.rtol * scale.max_abs) / scale.scale);
+  }
+  return threshold;
+}
+
+bool same_graph(const BackendSpec& a, const BackendSpec& b) {
+  auto runs_eager_graph = [](GraphMode mode) { return mode == GraphMode::k_eager || mode == GraphMode::k_fused; };
+  return a.graph == b.graph || (runs_eager_graph(a.graph) && runs_eager_graph(b.graph));
+}
+
+int64_t bytes_of(const Capture& capture) {
+  int64_t bytes = 0;
+  for (const auto& [point, value] : capture.values) {
+    bytes += static_cast<int64_t>(value.nbytes());
+  }
+  return bytes;
+}
+
+// Everything one localization works with.
+class Localizer {
+ public:
+  Localizer(BackendInstance& reference, BackendInstance* oracle, BackendInstance& target, const at::Tensor& input,
+            const LocalizeOptions& options)
+      : m_reference(reference),
+        m_oracle(oracle),
+        m_target(target),
+        m_input(input),
+        m_options(options),
+        m_reference_graph(reference.module()),
+        m_target_graph(target.module()) {
+    if (oracle != nullptr) {
+      m_oracle_graph.emplace(oracle->module());
+      m_oracle_alignment =
+          align_points(points(), m_oracle_graph->points(), same_graph(reference.spec(), oracle->spec()));
+    }
+    m_alignment = align_points(points(), m_target_graph.points(), same_graph(reference.spec(), target.spec()));
+  }
+
+  Localization run() {
+    const size_t count = points().size();
+    m_layers.resize(count);
+    m_observed.assign(count, false);
+    for (size_t p = 0; p < count; ++p) {
+      m_layers[p].name = points()[p].name;
+      m_observed[p] = m_alignment.target_of[p].has_value();
+    }
+    compare_in_windows();
+    Localization result;
+    result.alignment = to_string(m_alignment.kind);
+    result.layers = static_cast<int64_t>(count);
+    assign_statuses_and_ranks(result);
+    if (!result.first_divergent.empty()) {
+      reinject(m_first_divergent, result);
+    }
+    result.peak_rss_kib = peak_rss_kib();
+    return result;
+  }
+
+ private:
+  const std::vector<CapturePoint>& points() const { return m_reference_graph.points(); }
+
+  Capture capture(BackendInstance& instance, const CaptureGraph& graph, const std::vector<size_t>& wanted) {
+    Capture result;
+    at::Tensor prepared = instance.prepare_input(m_input);
+    instance.with_settings([&]() {
+      result = graph.run(prepared, wanted);
+      return c10::IValue();
+    });
+    return result;
+  }
+
+  // Reference points [begin, end) against the oracle, then against the target; at
+  // most the reference's window and one other backend's are held at once.
+  void compare_window(const std::vector<size_t>& window, int64_t* bytes) {
+    Capture reference = capture(m_reference, m_reference_graph, window);
+    *bytes = bytes_of(reference);
+    std::vector<Difference> scales(window.size());
+    if (m_oracle != nullptr) {
+      std::vector<size_t> wanted;
+      for (size_t p : window) {
+        if (m_oracle_alignment.target_of[p]) {
+          wanted.push_back(*m_oracle_alignment.target_of[p]);
+        }
+      }
+      Capture oracle = capture(*m_oracle, *m_oracle_graph, wanted);
+      for (size_t p : window) {
+        if (m_oracle_alignment.target_of[p]) {
+          Difference noise =
+              normalized_difference(reference.values.at(p), oracle.values.at(*m_oracle_alignment.target_of[p]));
+          m_layers[p].noise_floor = noise.comparable ? noise.delta : 0.0;
+        }
+      }
+    }
+    std::vector<size_t> wanted;
+    for (size_t p : window) {
+      if (m_observed[p]) {
+        wanted.push_back(*m_alignment.target_of[p]);
+      }
+    }
+    Capture target = capture(m_target, m_target_graph, wanted);
+    for (size_t p : window) {
+      if (!m_observed[p]) {
+        continue;
+      }
+      const at::Tensor& reference_value = reference.values.at(p);
+      Difference difference = normalized_difference(target.values.at(*m_alignment.target_of[p]), reference_value);
+      if (!difference.comparable) {
+        m_observed[p] = false;  // a boundary matched a value of another shape: not the same value
+        continue;
+      }
+      m_layers[p].delta = difference.delta;
+      m_layers[p].threshold = threshold_for(m_layers[p].noise_floor, difference, m_options.tolerance);
+    }
+  }
+
+  void compare_in_windows() {
+    const size_t count = points().size();
+    size_t begin = 0;
+    size_t window = std::min<size_t>(16, count);
+    while (begin < count) {
+      std::vector<size_t> points_in_window;
+      for (size_t p = begin; p < std::min(count, begin + window); ++p) {
+        points_in_window.push_back(p);
+      }
+      int64_t bytes = 0;
+      compare_window(points_in_window, &bytes);
+      begin += points_in_window.size();
+      const int64_t per_point = std::max<int64_t>(1, bytes / static_cast<int64_t>(points_in_window.size()));
+      window = static_cast<size_t>(std::max<int64_t>(1, m_options.budget_bytes / per_point));
+    }
+  }
+
+  // The largest delta of the observed layers feeding `point`; unobserved ones are
+  // looked through to their own inputs.
+  double predecessor_delta(size_t point, std::map<size_t, double>& memo) const {
+    if (auto it = memo.find(point); it != memo.end()) {
+      return it->second;
+    }
+    double worst = 0.0;
+    for (size_t p : points()[point].predecessors) {
+      worst = std::max(worst, m_observed[p] ? m_layers[p].delta : predecessor_delta(p, memo));
+    }
+    return memo[point] = worst;
+  }
+
+  void assign_statuses_and_ranks(Localization& result) {
+    std::map<size_t, double> memo;
+    double best_rank = -INFINITY;
+    for (size_t p = 0; p < m_layers.size(); ++p) {
+      LayerProfile& layer = m_layers[p];
+      if (!m_observed[p]) {
+        layer.status = LayerStatus::k_not_observable;
+        layer.delta = 0.0;
+        layer.threshold = 0.0;
+        ++result.not_observable;
+        continue;
+      }
+      ++result.observed;
+      const double before = predecessor_delta(p, memo);
+      layer.rank = (layer.delta - before) / (before + k_rank_epsilon);
+      if (!(layer.delta > layer.threshold)) {
+        continue;
+      }
+      layer.status = LayerStatus::k_divergent;
+      if (result.first_divergent.empty()) {
+        result.first_divergent = layer.name;
+        m_first_divergent = p;
+      }
+      if (layer.rank > best_rank) {
+        best_rank = layer.rank;
+        result.highest_rank = layer.name;
+      }
+    }
+    result.coverage =
+        m_layers.empty() ? 1.0 : static_cast<double>(result.observed) / static_cast<double>(m_layers.size());
+    result.profile = m_layers;
+  }
+
+  // The first divergent op alone on the target, fed the reference's values of its inputs
+  // (converted to the dtype, memory format and layout the target had there).
+  void reinject(size_t point, Localization& result) {
+    const size_t target_point = *m_alignment.target_of[point];
+    bool reads_input = false;
+    std::vector<size_t> target_inputs = m_target_graph.node_tensor_inputs(target_point, &reads_input);
+    std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, m_target_graph.points().size());
+    std::vector<size_t> reference_wanted;
+    for (size_t p : target_inputs) {
+      if (!reverse[p]) {
+        result.note = "re-injection not run: the input '" + m_target_graph.points()[p].name + "' of '" +
+                      m_layers[point].name + "' has no counterpart in the reference";
+        return;
+      }
+      reference_wanted.push_back(*reverse[p]);
+    }
+    reference_wanted.push_back(point);
+    Capture reference = capture(m_reference, m_reference_graph, reference_wanted);
+    Capture target = capture(m_target, m_target_graph, target_inputs);
+    const at::Tensor prepared = m_target.prepare_input(m_input);
+    at::Tensor output;
+    m_target.with_settings([&]() {
+      output = m_target_graph.run_node(target_point, [&](std::optional<size_t> p) -> at::Tensor {
+        if (!p) {
+          return prepared.clone();
+        }
+        const at::Tensor& like = target.values.at(*p);
+        at::Tensor value = reference.values.at(*reverse[*p]).to(like.scalar_type(), false, true);
+        if (like.dim() == 4 && !like.is_contiguous() && like.is_contiguous(at::MemoryFormat::ChannelsLast)) {
+          value = value.contiguous(at::MemoryFormat::ChannelsLast);
+        }
+        return target.opaque.count(*p) != 0 ? value.to_mkldnn() : value;
+      });
+      return c10::IValue();
+    });
+    Difference difference = normalized_difference(output, reference.values.at(point));
+    result.reinjection_delta = difference.delta;
+    result.reinjection =
+        difference.comparable && difference.delta > m_layers[point].threshold ? "confirmed" : "not_confirmed";
+  }
+
+  BackendInstance& m_reference;
+  BackendInstance* m_oracle;
+  BackendInstance& m_target;
+  const at::Tensor& m_input;
+  LocalizeOptions m_options;
+  CaptureGraph m_reference_graph;
+  CaptureGraph m_target_graph;
+  std::optional<CaptureGraph> m_oracle_graph;
+  Alignment m_alignment;
+  Alignment m_oracle_alignment;
+  std::vector<LayerProfile> m_layers;
+  std::vector<bool> m_observed;
+  size_t m_first_divergent = 0;
+};
+
+BackendInstance load_runnable(const BackendSpec& spec, const BackendSource& source) {
+  BackendInstance instance = BackendInstance::load(spec, source);
+  if (instance.skipped()) {
+    throw Error(source.config_path + ": backend '" + spec.name + "' cannot run here: " + instance.skip_reason());
+  }
+  return instance;
+}
+
+// Reads until EOF or `deadline`; false on timeout.
+bool read_all(int fd, std::string& data, std::chrono::steady_clock::time_point deadline) {
+  char buffer[65536];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return false;
+    }
+    pollfd descriptor{fd, POLLIN, 0};
+    int ready = ::poll(&descriptor, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready == 0) {
+      return false;
+    }
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return true;
+    }
+    data.append(buffer, static_cast<size_t>(got));
+  }
+}
+
+[[noreturn]] void localize_child(int fd, const LocalizeRequest& request, const at::Tensor& input) {
+  std::string message;
+  try {
+    message = "L" + localization_to_json(localize_request(request, input));
+  } catch (const Error& e) {
+    message = std::string("E") + e.what();
+  } catch (const std::exception& e) {
+    message = "E" + torch_error_summary(e);
+  }
+  const char* data = message.data();
+  size_t left = message.size();
+  while (left > 0) {
+    ssize_t written = ::write(fd, data, left);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      break;
+    }
+    data += written;
+    left -= static_cast<size_t>(written);
+  }
+  ::_exit(0);
+}
+
+}  // namespace
+
+int64_t peak_rss_kib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss);
+}
+
+Localization localize(BackendInstance& reference, BackendInstance* oracle, BackendInstance& target,
+                      const at::Tensor& input, const LocalizeOptions& options) {
+  return Localizer(reference, oracle, target, input, options).run();
+}
+
+Localization localize_request(const LocalizeRequest& request, const at::Tensor& input) {
+  BackendInstance reference = load_runnable(request.reference, request.source);
+  std::optional<BackendInstance> oracle;
+  if (request.oracle) {
+    oracle.emplace(load_runnable(*request.oracle, request.source));
+  }
+  BackendSource target_source = request.source;
+  if (!request.target_model_path.empty()) {
+    target_source.model_path = request.target_model_path;
+  }
+  BackendInstance target = load_runnable(request.target, target_source);
+  try {
+    return localize(reference, oracle ? &*oracle : nullptr, target, input, request.options);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(request.source.config_path + ": tier 2 localization of '" + request.target.name +
+                "' failed: " + torch_error_summary(e));
+  }
+}
+
+Localization localize_isolated(const LocalizeRequest& request, const at::Tensor& input, double timeout_s) {
+  const std::string who = request.source.config_path + ": tier 2 localization of '" + request.target.name + "'";
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    throw Error(who + ": cannot create a pipe: " + std::strerror(errno));
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(who + ": cannot fork: " + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    localize_child(fds[1], request, input);
+  }
+  ::close(fds[1]);
+  std::string data;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  const bool finished = read_all(fds[0], data, deadline);
+  ::close(fds[0]);
+  if (!finished) {
+    ::kill(pid, SIGKILL);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!finished) {
+    throw Error(who + ": did not finish within timeout_s " + std::to_string(timeout_s) + " s and was killed");
+  }
+  if (data.empty() || (data[0] != 'L' && data[0] != 'E')) {
+    std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                                                ::strsignal(WTERMSIG(status)) + ")"
+                                          : "exited with code " + std::to_string(WEXITSTATUS(status));
+    throw Error(who + ": the process died: " + how);
+  }
+  if (data[0] == 'E') {
+    throw Error(data.substr(1));
+  }
+  return parse_localization_json(data.substr(1));
+}
+
+}  // namespace driftgate

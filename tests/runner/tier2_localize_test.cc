@@ -1,0 +1,132 @@
+// Tier 2 localization: a deliberately perturbed weight is named first, for a
+// runtime-only target and for a graph-rewriting one; a clean model raises no alarm.
+#include "runner/tier2_localize.h"
+
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "runner/backend.h"
+#include "tests/support/temp_dir.h"
+#include "tier2_models.h"
+
+namespace driftgate {
+namespace {
+
+const BackendSpec& builtin(const std::string& name) {
+  const auto& all = builtin_backends();
+  auto it = std::find_if(all.begin(), all.end(), [&](const BackendSpec& spec) { return spec.name == name; });
+  if (it == all.end()) {
+    throw std::runtime_error("no built-in backend " + name);
+  }
+  return *it;
+}
+
+class Tier2LocalizeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    at::set_num_threads(1);
+    m_clean = testing::save_tier2_model(m_dir.path(), "clean.pt");
+    m_perturbed = testing::save_tier2_model(m_dir.path(), "perturbed.pt", "block2.conv.weight", 1.05);
+    m_input = at::randn({1, 3, 12, 12}, at::TensorOptions().dtype(at::kFloat).requires_grad(false));
+  }
+
+  LocalizeRequest request(const std::string& target, bool perturbed) const {
+    LocalizeRequest request;
+    request.reference = builtin("cpu_fp32");
+    request.oracle = builtin("cpu_fp64");
+    request.target = builtin(target);
+    request.source = BackendSource{"tier2_test.yaml", m_clean, 1};
+    request.target_model_path = perturbed ? m_perturbed : "";
+    request.options.tolerance = Tolerance{1e-4, 1e-4, ToleranceRule::k_assert_close};
+    return request;
+  }
+
+  test::TempDir m_dir;
+  std::string m_clean;
+  std::string m_perturbed;
+  at::Tensor m_input;
+};
+
+// The name without its " (file:line)" suffix (models built from C++ strings say "<string>").
+std::string bare(const std::string& name) { return name.substr(0, name.find(" (")); }
+
+const LayerProfile& layer(const Localization& localization, const std::string& name) {
+  auto it = std::find_if(localization.profile.begin(), localization.profile.end(),
+                         [&](const LayerProfile& layer) { return bare(layer.name) == name; });
+  if (it == localization.profile.end()) {
+    throw std::runtime_error("no layer " + name);
+  }
+  return *it;
+}
+
+TEST_F(Tier2LocalizeTest, PerturbedWeightIsNamedFirstForARuntimeOnlyTarget) {
+  Localization result = localize_request(request("onednn_off", true), m_input);
+  EXPECT_EQ(result.alignment, "position");
+  EXPECT_EQ(result.coverage, 1.0);
+  EXPECT_EQ(bare(result.first_divergent), "block2.conv/aten::conv2d#1");
+  EXPECT_EQ(bare(result.highest_rank), "block2.conv/aten::conv2d#1");
+  EXPECT_EQ(result.reinjection, "confirmed");
+  // Upstream of the perturbation nothing diverges, and the later layers only carry it.
+  EXPECT_EQ(layer(result, "block1/aten::add_#1").status, LayerStatus::k_ok);
+  EXPECT_EQ(layer(result, "head/aten::linear#1").status, LayerStatus::k_divergent);
+  EXPECT_LT(layer(result, "block2.relu/aten::relu_#1").rank, layer(result, "block2.conv/aten::conv2d#1").rank);
+  EXPECT_GT(result.peak_rss_kib, 0);
+}
+
+TEST_F(Tier2LocalizeTest, PerturbedWeightIsNamedFirstForAGraphRewritingTarget) {
+  Localization result = localize_request(request("frozen", true), m_input);
+  EXPECT_EQ(result.alignment, "boundary");
+  EXPECT_EQ(bare(result.first_divergent), "block2.conv/aten::conv2d#1");
+  EXPECT_EQ(result.reinjection, "confirmed");
+  // freeze folds block1's batch norm into its conv: those values no longer exist,
+  // and are reported as not observable, never as divergent.
+  EXPECT_EQ(layer(result, "block1.bn/aten::batch_norm#1").status, LayerStatus::k_not_observable);
+  EXPECT_EQ(layer(result, "block1.conv/aten::conv2d#1").status, LayerStatus::k_not_observable);
+  EXPECT_GT(result.not_observable, 0);
+  EXPECT_LT(result.coverage, 1.0);
+  EXPECT_EQ(result.observed + result.not_observable, result.layers);
+}
+
+TEST_F(Tier2LocalizeTest, CleanModelRaisesNoAlarm) {
+  for (const char* target : {"onednn_off", "channels_last", "threads_2", "frozen", "frozen_exact", "optimized"}) {
+    Localization result = localize_request(request(target, false), m_input);
+    EXPECT_EQ(result.first_divergent, "") << target << ": " << describe_localization(result);
+    EXPECT_EQ(result.reinjection, "not_run") << target;
+    EXPECT_GT(result.observed, 0) << target;
+  }
+}
+
+TEST_F(Tier2LocalizeTest, WindowedComparisonGivesTheSameProfile) {
+  LocalizeRequest whole = request("onednn_off", true);
+  LocalizeRequest windowed = whole;
+  windowed.options.budget_bytes = 1;  // one layer per window
+  Localization a = localize_request(whole, m_input);
+  Localization b = localize_request(windowed, m_input);
+  ASSERT_EQ(a.profile.size(), b.profile.size());
+  for (size_t i = 0; i < a.profile.size(); ++i) {
+    EXPECT_EQ(a.profile[i].delta, b.profile[i].delta) << a.profile[i].name;
+    EXPECT_EQ(a.profile[i].noise_floor, b.profile[i].noise_floor) << a.profile[i].name;
+  }
+}
+
+TEST_F(Tier2LocalizeTest, IsolatedRunReturnsTheSameLocalization) {
+  Localization in_process = localize_request(request("frozen", true), m_input);
+  Localization isolated = localize_isolated(request("frozen", true), m_input, 120.0);
+  EXPECT_EQ(isolated.first_divergent, in_process.first_divergent);
+  EXPECT_EQ(isolated.observed, in_process.observed);
+  EXPECT_EQ(isolated.reinjection, in_process.reinjection);
+}
+
+TEST_F(Tier2LocalizeTest, MissingTargetModelIsAnError) {
+  LocalizeRequest bad = request("onednn_off", false);
+  bad.target_model_path = m_dir / "missing.pt";
+  EXPECT_THROW(localize_request(bad, m_input), Error);
+  EXPECT_THROW(localize_isolated(bad, m_input, 120.0), Error);
+}
+
+}  // namespace
+}  // namespace driftgate
