@@ -10,10 +10,14 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
+#include "core/check_json.h"
 #include "core/error.h"
 #include "core/record_task.h"
+#include "core/unique_ids.h"
 
 namespace driftgate {
 
@@ -42,17 +46,6 @@ constexpr StatusName k_status_names[] = {
     {CheckStatus::k_skipped, "skipped"},
     {CheckStatus::k_fail_task, "fail_task"},
 };
-
-// JSON has no NaN or infinity: write them as strings so nothing is lost.
-Json number(double value) {
-  if (std::isnan(value)) {
-    return "nan";
-  }
-  if (std::isinf(value)) {
-    return value > 0 ? "inf" : "-inf";
-  }
-  return value;
-}
 
 double to_number(const Json& value) {
   if (value.is_string()) {
@@ -133,63 +126,14 @@ Tolerance parse_tolerance(const Json& json) {
                    parse_tolerance_rule(text(json, "rule"))};
 }
 
-Json oracle_json(const OracleErrors& oracle) {
-  return Json{{"reference_max_abs", number(oracle.reference_max_abs)},
-              {"target_max_abs", number(oracle.target_max_abs)},
-              {"reference_rmse", number(oracle.reference_rmse)},
-              {"target_rmse", number(oracle.target_rmse)}};
-}
-
 OracleErrors parse_oracle(const Json& json) {
   return OracleErrors{to_number(field(json, "reference_max_abs")), to_number(field(json, "target_max_abs")),
                       to_number(field(json, "reference_rmse")), to_number(field(json, "target_rmse"))};
 }
 
-Json observed_json(const ObservedTensor& observed) {
-  return Json{{"device", observed.device},
-              {"dtype", observed.dtype},
-              {"memory_format", observed.memory_format},
-              {"shape", observed.shape}};
-}
-
 ObservedTensor parse_observed(const Json& json) {
   return ObservedTensor{text(json, "device"), text(json, "dtype"), text(json, "memory_format"),
                         integers(field(json, "shape"))};
-}
-
-Json stats_json(const Tier1Stats& stats) {
-  Json json{{"numel", stats.numel},
-            {"mismatches", stats.mismatches},
-            {"mismatch_fraction", number(stats.mismatch_fraction)},
-            {"max_abs", number(stats.max_abs)},
-            {"max_abs_index", stats.max_abs_index},
-            {"max_abs_reference", number(stats.max_abs_reference)},
-            {"max_abs_target", number(stats.max_abs_target)},
-            {"max_rel", number(stats.max_rel)},
-            {"max_rel_index", stats.max_rel_index},
-            {"rel_floor", number(stats.rel_floor)},
-            {"max_abs_reference_value", number(stats.max_abs_reference_value)},
-            {"nan_reference", stats.nan_reference},
-            {"nan_target", stats.nan_target},
-            {"inf_reference", stats.inf_reference},
-            {"inf_target", stats.inf_target},
-            {"min_atol", number(stats.min_atol)},
-            {"min_rtol", number(stats.min_rtol)},
-            {"mean_abs", number(stats.mean_abs)},
-            {"p99_abs", number(stats.p99_abs)},
-            {"rmse", number(stats.rmse)},
-            {"cosine_similarity", number(stats.cosine_similarity)},
-            {"max_ulp", number(stats.max_ulp)}};
-  if (stats.oracle) {
-    json["oracle"] = oracle_json(*stats.oracle);
-  }
-  if (stats.reference_repeat_max_abs) {
-    json["reference_repeat_max_abs"] = number(*stats.reference_repeat_max_abs);
-  }
-  if (stats.target_repeat_max_abs) {
-    json["target_repeat_max_abs"] = number(*stats.target_repeat_max_abs);
-  }
-  return json;
 }
 
 Tier1Stats parse_stats(const Json& json) {
@@ -438,28 +382,44 @@ std::string make_check_id(const std::string& experiment, const std::string& inpu
 
 RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks) {
   RunSummary summary;
-  for (const auto& entry : k_status_names) {
-    summary.by_status[entry.name] = 0;
+  // One pass over the checks (a run may hold millions): experiments by name, the
+  // distinct outputs of each, counts by status.
+  std::unordered_map<std::string_view, std::vector<size_t>> experiments_named;
+  for (size_t i = 0; i < header.experiments.size(); ++i) {
+    experiments_named[header.experiments[i].name].push_back(i);
   }
-  for (const auto& experiment : header.experiments) {
+  std::vector<std::set<std::string_view>> outputs(header.experiments.size());
+  std::vector<int64_t> counts(header.experiments.size(), 0);
+  std::vector<int64_t> by_status(std::size(k_status_names), 0);
+  for (const auto& check : checks) {
+    auto named = experiments_named.find(check.experiment);
+    if (named != experiments_named.end()) {
+      for (size_t i : named->second) {
+        outputs[i].insert(check.output);
+        ++counts[i];
+      }
+    }
+    for (size_t s = 0; s < std::size(k_status_names); ++s) {
+      if (k_status_names[s].status == check.status) {
+        ++by_status[s];
+        break;
+      }
+    }
+  }
+  for (size_t s = 0; s < std::size(k_status_names); ++s) {
+    summary.by_status[k_status_names[s].name] = by_status[s];
+  }
+  for (size_t i = 0; i < header.experiments.size(); ++i) {
+    const ExperimentHeader& experiment = header.experiments[i];
     ExperimentSummary item;
     item.name = experiment.name;
     item.inputs = static_cast<int64_t>(experiment.inputs.size());
     item.targets = static_cast<int64_t>(experiment.targets.size());
-    std::set<std::string> outputs;
-    for (const auto& check : checks) {
-      if (check.experiment == experiment.name) {
-        outputs.insert(check.output);
-        ++item.checks;
-      }
-    }
-    item.outputs = std::max<int64_t>(1, static_cast<int64_t>(outputs.size()));
+    item.checks = counts[i];
+    item.outputs = std::max<int64_t>(1, static_cast<int64_t>(outputs[i].size()));
     item.expected_checks = item.inputs * item.targets * item.outputs;
     summary.expected_checks += item.expected_checks;
     summary.experiments.push_back(item);
-  }
-  for (const auto& check : checks) {
-    ++summary.by_status[to_string(check.status)];
   }
   summary.checks = static_cast<int64_t>(checks.size());
   return summary;
@@ -495,59 +455,65 @@ std::string header_to_json_line(const RunHeader& header) {
 }
 
 std::string check_to_json_line(const CheckRecord& check) {
-  Json json{{"type", "check"},
-            {"id", check.id},
-            {"experiment", check.experiment},
-            {"input", check.input},
-            {"reference", check.reference},
-            {"target", check.target},
-            {"output", check.output},
-            {"status", to_string(check.status)},
-            {"message", check.message},
-            {"tolerance", tolerance_json(check.tolerance)}};
-  if (check.observed_reference) {
-    json["observed_reference"] = observed_json(*check.observed_reference);
-  }
-  if (check.observed_target) {
-    json["observed_target"] = observed_json(*check.observed_target);
-  }
-  if (check.stats) {
-    json["stats"] = stats_json(*check.stats);
-  }
+  // Written member by member (core/check_json.h): a run may hold millions of checks.
+  std::string line;
+  append_check_json_begin(line, check);
   if (check.task) {
-    json["task"] = task_result_to_json(*check.task);
+    line += ",\"task\":" + task_result_to_json(*check.task).dump();
   }
   if (check.mitigation) {
-    json["mitigation"] = mitigation_to_json(*check.mitigation);
+    line += ",\"mitigation\":" + mitigation_to_json(*check.mitigation).dump();
   }
-  json["timings_ms"] = Json{{"reference", number(check.reference_ms)}, {"target", number(check.target_ms)}};
-  return json.dump();
+  append_check_json_end(line, check);
+  return line;
 }
 
 std::string summary_to_json_line(const RunSummary& summary) { return summary_json(summary).dump(); }
 
 void write_run(std::ostream& out, const RunFile& run) {
   out << header_to_json_line(run.header) << '\n';
+  std::string lines;
   for (const auto& check : run.checks) {
-    out << check_to_json_line(check) << '\n';
+    lines += check_to_json_line(check);
+    lines += '\n';
+    if (lines.size() > (size_t{1} << 20)) {
+      out << lines;
+      lines.clear();
+    }
   }
+  out << lines;
   out << summary_to_json_line(run.summary) << '\n';
 }
 
-RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
+namespace {
+
+RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, bool fast_checks) {
   RunFile run;
   bool have_header = false;
   bool have_summary = false;
-  std::set<std::string> ids;
+  // Check ids seen so far, as indices into run.checks.
+  auto id_of = [&run](size_t index) { return std::string_view(run.checks[index].id); };
+  UniqueIds ids;
+  CheckLineParser fast;
+  CheckRecord fast_check;
   std::string line;
   int line_number = 0;
   while (std::getline(in, line)) {
     ++line_number;
-    std::string where = name_for_messages + ":" + std::to_string(line_number) + ": ";
+    auto where = [&] { return name_for_messages + ":" + std::to_string(line_number) + ": "; };
     if (line.empty()) {
       continue;
     }
     try {
+      // Most lines are checks the fast reader can vouch for; anything else (and every
+      // malformed line) goes through the DOM reader below, which owns the errors.
+      if (fast_checks && have_header && !have_summary && fast.parse(line, fast_check)) {
+        run.checks.push_back(std::move(fast_check));
+        if (!ids.insert(run.checks.size() - 1, id_of)) {
+          throw Error("duplicate check id '" + run.checks.back().id + "'");
+        }
+        continue;
+      }
       if (have_summary) {
         throw Error("a line after the summary; the summary must be the last line");
       }
@@ -565,11 +531,10 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
       } else if (!have_header) {
         throw Error("the first line must be the run header (\"type\":\"header\"), got type '" + type + "'");
       } else if (type == "check") {
-        CheckRecord check = parse_check(json);
-        if (!ids.insert(check.id).second) {
-          throw Error("duplicate check id '" + check.id + "'");
+        run.checks.push_back(parse_check(json));
+        if (!ids.insert(run.checks.size() - 1, id_of)) {
+          throw Error("duplicate check id '" + run.checks.back().id + "'");
         }
-        run.checks.push_back(std::move(check));
       } else if (type == "summary") {
         run.summary = parse_summary(json);
         have_summary = true;
@@ -577,9 +542,9 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
         throw Error("unknown line type '" + type + "' (expected header, check or summary)");
       }
     } catch (const nlohmann::json::exception& e) {
-      throw Error(where + "not valid JSON (" + e.what() + "); the file is truncated or not a driftgate run");
+      throw Error(where() + "not valid JSON (" + e.what() + "); the file is truncated or not a driftgate run");
     } catch (const Error& e) {
-      throw Error(where + e.what());
+      throw Error(where() + e.what());
     }
   }
   if (!have_header) {
@@ -594,6 +559,16 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
                 " claimed, " + std::to_string(derived.checks) + " present); the file was edited or is corrupt");
   }
   return run;
+}
+
+}  // namespace
+
+RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
+  return parse_run_lines(in, name_for_messages, true);
+}
+
+RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_messages) {
+  return parse_run_lines(in, name_for_messages, false);
 }
 
 RunFile read_run_file(const std::string& path) {

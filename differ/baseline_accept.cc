@@ -42,8 +42,8 @@ std::string string_field(const Json& json, const char* key, const std::string& w
 }  // namespace
 
 std::string Acceptance::to_json_line() const {
-  Json json{{"when", when},         {"who", who},           {"reason", reason},     {"globs", globs},
-            {"run_sha", run_sha},   {"from_sha", from_sha}, {"accepted", accepted}, {"removed", removed}};
+  Json json{{"when", when},       {"who", who},           {"reason", reason},     {"globs", globs},
+            {"run_sha", run_sha}, {"from_sha", from_sha}, {"accepted", accepted}, {"removed", removed}};
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -74,15 +74,22 @@ bool matches_any(const std::string& id, const std::vector<std::string>& globs) {
                      [&](const std::string& glob) { return ::fnmatch(glob.c_str(), id.c_str(), 0) == 0; });
 }
 
-AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  std::map<std::string, const CheckRecord*> from_run;
+namespace {
+
+// The checks of `run` in id order (ids are unique: parse_run rejects duplicates).
+std::vector<const CheckRecord*> by_id(const RunFile& run) {
+  std::vector<const CheckRecord*> checks;
+  checks.reserve(run.checks.size());
   for (const auto& check : run.checks) {
-    from_run[check.id] = &check;
+    checks.push_back(&check);
   }
-  std::map<std::string, const CheckRecord*> from_base;
-  for (const auto& check : base.checks) {
-    from_base[check.id] = &check;
-  }
+  std::sort(checks.begin(), checks.end(), [](const CheckRecord* a, const CheckRecord* b) { return a->id < b->id; });
+  return checks;
+}
+
+}  // namespace
+
+AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   AcceptOutcome outcome;
   outcome.baseline.header = run.header;
   outcome.baseline.header.shard = ShardInfo{};
@@ -94,31 +101,32 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
       experiments.push_back(experiment);
     }
   }
-  std::set<std::string> ids;
-  for (const auto& [id, check] : from_run) {
-    ids.insert(id);
-  }
-  for (const auto& [id, check] : from_base) {
-    ids.insert(id);
-  }
-  for (const auto& id : ids) {
-    auto in_run = from_run.find(id);
-    auto in_base = from_base.find(id);
+  // One merge of both files in id order: the result comes out sorted, as a
+  // canonical baseline is, without a map of a million ids or a second sort.
+  std::vector<const CheckRecord*> from_run = by_id(run);
+  std::vector<const CheckRecord*> from_base = by_id(base);
+  auto& checks = outcome.baseline.checks;
+  checks.reserve(std::max(from_run.size(), from_base.size()));
+  size_t r = 0;
+  size_t b = 0;
+  while (r < from_run.size() || b < from_base.size()) {
+    bool take_run = b == from_base.size() || (r < from_run.size() && from_run[r]->id <= from_base[b]->id);
+    bool take_base = r == from_run.size() || (b < from_base.size() && from_base[b]->id <= from_run[r]->id);
+    const CheckRecord* in_run = take_run ? from_run[r++] : nullptr;
+    const CheckRecord* in_base = take_base ? from_base[b++] : nullptr;
+    const std::string& id = in_run != nullptr ? in_run->id : in_base->id;
     if (!matches_any(id, globs)) {
-      if (in_base != from_base.end()) {
-        outcome.baseline.checks.push_back(*in_base->second);
+      if (in_base != nullptr) {
+        checks.push_back(*in_base);
       }
-      continue;
-    }
-    if (in_run != from_run.end()) {
-      outcome.baseline.checks.push_back(*in_run->second);
+    } else if (in_run != nullptr) {
+      checks.push_back(*in_run);
       outcome.accepted.push_back(id);
     } else {
       outcome.removed.push_back(id);
     }
   }
   outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
-  outcome.baseline = canonical_baseline(outcome.baseline);
   return outcome;
 }
 

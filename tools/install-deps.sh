@@ -12,6 +12,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libyaml-cpp-dev nlohmann-json3-dev libgit2-dev libcpp-httplib-dev libssl-dev
   libboost-program-options-dev libgtest-dev libgmock-dev libstb-dev
+  libsimdjson-dev  # core/check_json.cc: the fast reader of run files' check lines
 )
 if [[ $with_torch == 1 ]]; then
   # libtorch-dev: the runner. python3-torch/-torchvision: export the demo models (TorchScript).
