@@ -12,6 +12,9 @@ Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
   /usr/bin/python3 tools/export_models.py test  --out DIR          # tiny models for tests
   /usr/bin/python3 tools/export_models.py perturb IN.pt OUT.pt [--scale 1.01]
   /usr/bin/python3 tools/export_models.py image --out FILE.png [--size 96] [--seed 0]
+  /usr/bin/python3 tools/export_models.py digits --out models/     # a CNN trained on scikit-learn's digits,
+                                                                   # test images and their labels (tools/export_digits.py)
+  /usr/bin/python3 tools/export_models.py photos --out models/images  # skimage.data's chelsea and astronaut
 """
 import argparse
 import os
@@ -160,6 +163,9 @@ def main():
     for name in ("demo", "test"):
         p = sub.add_parser(name)
         p.add_argument("--out", required=True)
+    for name in ("digits", "photos"):
+        p = sub.add_parser(name)
+        p.add_argument("--out", required=True)
     p = sub.add_parser("perturb")
     p.add_argument("source")
     p.add_argument("target")
@@ -173,6 +179,11 @@ def main():
     if args.command in ("demo", "test"):
         os.makedirs(args.out, exist_ok=True)
         (export_demo if args.command == "demo" else export_test)(args.out)
+    elif args.command in ("digits", "photos"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from export_digits import export_digits, export_photos
+        os.makedirs(args.out, exist_ok=True)
+        (export_digits if args.command == "digits" else export_photos)(args.out, log)
     elif args.command == "perturb":
         perturb(args.source, args.target, args.scale)
     else:

@@ -19,6 +19,9 @@ if [[ $with_torch == 1 ]]; then
   # libopenblas0-pthread: without it LibTorch uses the reference BLAS (10-50x slower native kernels);
   # which BLAS is loaded is recorded in every run header and in the environment key.
   packages+=(libtorch-dev python3-torch python3-torchvision libopenblas0-pthread)
+  # python3-sklearn: the digits data set the demo's small CNN trains on; python3-skimage: real photos
+  # (chelsea, astronaut) as demo inputs (tools/export_digits.py).
+  packages+=(python3-sklearn python3-skimage)
 fi
 # python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
 packages+=(python3-jsonschema python3-yaml)
