@@ -5,17 +5,21 @@
 # instead of building from source (the reusable workflows cache it, keyed by
 # driftgate's version and commit and the LibTorch version).
 #   tools/package.sh [--no-torch] [OUT]   --no-torch: driftgate-notorch (no runner)
+# DRIFTGATE_BUILD_DIR overrides the build directory (default build/, build-notorch/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_flag=()
 dir=build
+flags=(-DDRIFTGATE_WITH_TORCH=ON)
 if [[ "${1:-}" == "--no-torch" ]]; then
-  build_flag=(--no-torch)
   dir=build-notorch
+  flags=(-DDRIFTGATE_WITH_TORCH=OFF)
   shift
 fi
+dir=${DRIFTGATE_BUILD_DIR:-$dir}
 out=$(realpath -m "${1:-out/package}")
-tools/build.sh "${build_flag[@]}"
+# The same build directories as tools/build.sh, but only the binary the package holds.
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target driftgate
 mkdir -p "$out"
 cpack --config "$dir/CPackConfig.cmake" -G DEB -B "$out" >/dev/null
 rm -rf "$out/_CPack_Packages"

@@ -23,12 +23,14 @@ try {
   process.exit(77);
 }
 const { createLinter } = await import(modulePath.replace(/node\.cjs$/, "node.mjs"));
-const lint = await createLinter();
 const dir = path.join(root, ".github", "workflows");
 const files = readdirSync(dir).filter((name) => name.endsWith(".yml") || name.endsWith(".yaml"));
 let findings = 0;
 for (const name of files) {
   const file = path.join(dir, name);
+  // One linter per file: the WebAssembly build can trap ("unreachable") when one
+  // instance lints several workflows in a row (seen with six workflows at a long path).
+  const lint = await createLinter();
   for (const result of lint(readFileSync(file, "utf8"), file)) {
     console.log(`${file}:${result.line}:${result.column}: ${result.message} [${result.kind}]`);
     findings += 1;
