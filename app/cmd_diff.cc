@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <ostream>
 #include <string>
 
@@ -216,9 +215,7 @@ void propose_refresh(Report& report, const DiffRequest& request, const RunFile& 
   if (path.empty()) {
     return;
   }
-  std::ostringstream content;
-  write_run(content, accept_checks(run, baseline, globs).baseline);
-  write_file_atomic(path, content.str());
+  write_file_atomic(path, accepted_baseline_text(run, baseline, globs));
   report.proposed_baseline = path;
 }
 

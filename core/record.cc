@@ -380,7 +380,14 @@ std::string make_check_id(const std::string& experiment, const std::string& inpu
   return experiment + "/" + input + "/" + reference + "~" + target + "/" + output;
 }
 
-RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks) {
+namespace {
+
+// summarize() over records or pointers to them.
+const CheckRecord& record_of(const CheckRecord& check) { return check; }
+const CheckRecord& record_of(const CheckRecord* check) { return *check; }
+
+template <typename Checks>
+RunSummary summarize_checks(const RunHeader& header, const Checks& checks) {
   RunSummary summary;
   // One pass over the checks (a run may hold millions): experiments by name, the
   // distinct outputs of each, counts by status.
@@ -391,7 +398,8 @@ RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& ch
   std::vector<std::set<std::string_view>> outputs(header.experiments.size());
   std::vector<int64_t> counts(header.experiments.size(), 0);
   std::vector<int64_t> by_status(std::size(k_status_names), 0);
-  for (const auto& check : checks) {
+  for (const auto& item : checks) {
+    const CheckRecord& check = record_of(item);
     auto named = experiments_named.find(check.experiment);
     if (named != experiments_named.end()) {
       for (size_t i : named->second) {
@@ -423,6 +431,16 @@ RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& ch
   }
   summary.checks = static_cast<int64_t>(checks.size());
   return summary;
+}
+
+}  // namespace
+
+RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks) {
+  return summarize_checks(header, checks);
+}
+
+RunSummary summarize(const RunHeader& header, const std::vector<const CheckRecord*>& checks) {
+  return summarize_checks(header, checks);
 }
 
 std::string header_to_json_line(const RunHeader& header) {

@@ -239,6 +239,8 @@ struct RunFile {
 // Recomputes the summary from the header's experiments and the checks.
 // outputs per experiment = distinct output paths seen for it (at least 1).
 RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks);
+// The same over records held elsewhere (no copies: a run may hold millions).
+RunSummary summarize(const RunHeader& header, const std::vector<const CheckRecord*>& checks);
 
 // Writes header, checks (in the given order) and summary as JSONL.
 void write_run(std::ostream& out, const RunFile& run);

@@ -89,12 +89,23 @@ std::vector<const CheckRecord*> by_id(const RunFile& run) {
 
 }  // namespace
 
-AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  AcceptOutcome outcome;
-  outcome.baseline.header = run.header;
-  outcome.baseline.header.shard = ShardInfo{};
+namespace {
+
+// What accepting `globs` makes of `base`: the header and the chosen records (pointers
+// into `run` and `base`, in id order), with the accepted and removed ids.
+struct Accepted {
+  RunHeader header;
+  std::vector<const CheckRecord*> checks;
+  std::vector<std::string> accepted;
+  std::vector<std::string> removed;
+};
+
+Accepted accept(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
+  Accepted outcome;
+  outcome.header = run.header;
+  outcome.header.shard = ShardInfo{};
   for (const auto& experiment : base.header.experiments) {
-    auto& experiments = outcome.baseline.header.experiments;
+    auto& experiments = outcome.header.experiments;
     bool known = std::any_of(experiments.begin(), experiments.end(),
                              [&](const ExperimentHeader& e) { return e.name == experiment.name; });
     if (!known) {
@@ -105,8 +116,7 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
   // canonical baseline is, without a map of a million ids or a second sort.
   std::vector<const CheckRecord*> from_run = by_id(run);
   std::vector<const CheckRecord*> from_base = by_id(base);
-  auto& checks = outcome.baseline.checks;
-  checks.reserve(std::max(from_run.size(), from_base.size()));
+  outcome.checks.reserve(std::max(from_run.size(), from_base.size()));
   size_t r = 0;
   size_t b = 0;
   while (r < from_run.size() || b < from_base.size()) {
@@ -117,17 +127,43 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
     const std::string& id = in_run != nullptr ? in_run->id : in_base->id;
     if (!matches_any(id, globs)) {
       if (in_base != nullptr) {
-        checks.push_back(*in_base);
+        outcome.checks.push_back(in_base);
       }
     } else if (in_run != nullptr) {
-      checks.push_back(*in_run);
+      outcome.checks.push_back(in_run);
       outcome.accepted.push_back(id);
     } else {
       outcome.removed.push_back(id);
     }
   }
-  outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
   return outcome;
+}
+
+}  // namespace
+
+AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
+  Accepted accepted = accept(run, base, globs);
+  AcceptOutcome outcome;
+  outcome.baseline.header = std::move(accepted.header);
+  outcome.baseline.checks.reserve(accepted.checks.size());
+  for (const CheckRecord* check : accepted.checks) {
+    outcome.baseline.checks.push_back(*check);
+  }
+  outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
+  outcome.accepted = std::move(accepted.accepted);
+  outcome.removed = std::move(accepted.removed);
+  return outcome;
+}
+
+std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
+  Accepted accepted = accept(run, base, globs);
+  std::string text = header_to_json_line(accepted.header) + "\n";
+  for (const CheckRecord* check : accepted.checks) {
+    text += check_to_json_line(*check);
+    text += '\n';
+  }
+  text += summary_to_json_line(summarize(accepted.header, accepted.checks)) + "\n";
+  return text;
 }
 
 std::string glob_escape(const std::string& id) {

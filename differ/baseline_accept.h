@@ -23,8 +23,8 @@ struct Acceptance {
   std::string when;    // ISO 8601 UTC, "2026-11-30T00:10:00Z"
   std::string reason;  // why the new values are right (required, non-empty)
   std::vector<std::string> globs;
-  std::string run_sha;       // the commit of the run the values came from
-  std::string from_sha;      // the baseline the unselected checks came from
+  std::string run_sha;                // the commit of the run the values came from
+  std::string from_sha;               // the baseline the unselected checks came from
   std::vector<std::string> accepted;  // ids whose record now comes from the run, sorted
   std::vector<std::string> removed;   // ids selected but absent from the run (dropped), sorted
 
@@ -48,6 +48,9 @@ bool matches_any(const std::string& id, const std::vector<std::string>& globs);
 // `globs` replaced by (or, absent from the run, removed in favour of) the run's.
 // The header is the run's (shard 0 of 1), plus experiments only `base` knows.
 AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs);
+// write_run's text of accept_checks(run, base, globs).baseline, without copying a
+// record: the proposed baseline of a failing diff may hold a million checks.
+std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs);
 
 // `id` as a glob that matches exactly it (\\ before * ? [ ] and \\).
 std::string glob_escape(const std::string& id);

@@ -1,7 +1,9 @@
 #include "differ/diff.h"
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -149,13 +151,16 @@ int64_t DiffResult::count(DiffClass diff_class) const {
 
 DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options) {
   DiffResult result;
-  std::map<std::string, const CheckRecord*> before;
-  for (const auto& check : baseline.checks) {
-    before.emplace(check.id, &check);
+  // Ids are unique within a file (parse_run rejects duplicates): hash the baseline's
+  // ids once and mark what the run matched.
+  std::unordered_map<std::string_view, size_t> before;
+  before.reserve(baseline.checks.size());
+  for (size_t i = 0; i < baseline.checks.size(); ++i) {
+    before.emplace(baseline.checks[i].id, i);
   }
-  std::set<std::string> seen;
+  std::vector<bool> seen(baseline.checks.size(), false);
+  result.checks.reserve(std::max(run.checks.size(), baseline.checks.size()));
   for (const auto& check : run.checks) {
-    seen.insert(check.id);
     auto it = before.find(check.id);
     if (it == before.end()) {
       result.checks.push_back({check.id,
@@ -169,18 +174,20 @@ DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOpti
                                {}});
       continue;
     }
-    result.checks.push_back(compare(*it->second, check, options));
+    seen[it->second] = true;
+    result.checks.push_back(compare(baseline.checks[it->second], check, options));
   }
-  for (const auto& [id, check] : before) {
-    if (seen.count(id) == 0) {
-      result.checks.push_back({id,
-                               check->experiment,
+  for (size_t i = 0; i < baseline.checks.size(); ++i) {
+    if (!seen[i]) {
+      const CheckRecord& check = baseline.checks[i];
+      result.checks.push_back({check.id,
+                               check.experiment,
                                DiffClass::k_missing,
-                               check->status,
+                               check.status,
                                std::nullopt,
-                               max_abs_of(*check),
+                               max_abs_of(check),
                                std::nullopt,
-                               check->message,
+                               check.message,
                                {}});
     }
   }

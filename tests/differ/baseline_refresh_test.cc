@@ -211,5 +211,34 @@ TEST(BaselineAccept, GlobsAndShellWordsAreExact) {
   EXPECT_THROW(parse_acceptance("{\"when\":1}", "log:1"), Error);
 }
 
+// The proposed baseline is written from pointers into both files (no record copies):
+// the same text as writing the accepted baseline, with kept, accepted, removed and new ids.
+TEST(BaselineAccept, TheProposedTextIsTheAcceptedBaselineWritten) {
+  const std::string base_sha = "0123456789abcdef0123456789abcdef01234567";
+  const std::string run_sha = "fedcba9876543210fedcba9876543210fedcba98";
+  RunFile base = test::make_run(base_sha, test::make_environment(),
+                                {test::make_check("z", CheckStatus::k_pass, 1e-6),
+                                 test::make_check("a", CheckStatus::k_pass, 1e-6),
+                                 test::make_check("gone", CheckStatus::k_pass, 1e-6),
+                                 test::make_check("kept", CheckStatus::k_fail_numeric, 0.5, "old")});
+  RunFile run = test::make_run(run_sha, test::make_environment(),
+                               {test::make_check("a", CheckStatus::k_fail_numeric, 0.1, "new"),
+                                test::make_check("kept", CheckStatus::k_pass, 1e-7),
+                                test::make_check("fresh", CheckStatus::k_pass, 1e-7),
+                                test::make_check("z", CheckStatus::k_pass, 2e-6)});
+  for (const std::vector<std::string>& globs : std::vector<std::vector<std::string>>{
+           {"exp/a/*", "exp/gone/*"}, {"exp/*"}, {"nothing"}}) {
+    std::ostringstream written;
+    write_run(written, accept_checks(run, base, globs).baseline);
+    EXPECT_EQ(accepted_baseline_text(run, base, globs), written.str());
+  }
+  AcceptOutcome outcome = accept_checks(run, base, {"exp/a/*", "exp/gone/*"});
+  EXPECT_EQ(outcome.accepted.size(), 1u);
+  EXPECT_EQ(outcome.removed.size(), 1u);
+  ASSERT_EQ(outcome.baseline.checks.size(), 3u);  // a (from the run), kept and z (from the base), by id
+  EXPECT_EQ(outcome.baseline.checks[0].message, "new");
+  EXPECT_EQ(outcome.baseline.checks[1].message, "old");
+}
+
 }  // namespace
 }  // namespace driftgate
