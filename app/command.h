@@ -31,6 +31,7 @@ struct Command {
 const std::vector<Command>& command_table();
 
 int cmd_run(CommandContext& context);
+int cmd_explain(CommandContext& context);
 int cmd_diff(CommandContext& context);
 int cmd_baseline(CommandContext& context);
 int cmd_env(CommandContext& context);

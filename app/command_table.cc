@@ -5,6 +5,8 @@ namespace driftgate {
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"run", "run experiments on their reference and target backends; write run.jsonl", cmd_run},
+      {"explain", "say where a check's drift starts: every activation captured, the first divergent layer",
+       cmd_explain},
       {"diff", "compare a run with its baseline; print the summary; exit 1 on regression", cmd_diff},
       {"baseline", "update, accept, show, list or prune the stored baselines", cmd_baseline},
       {"post", "post a report on the PR/MR: sticky comment, commit status (github|gitlab)", cmd_post},

@@ -29,6 +29,9 @@ constexpr EnumName<DType> k_dtypes[] = {{DType::k_float32, "float32"},
                                         {DType::k_float16, "float16"}};
 constexpr EnumName<MemoryFormat> k_formats[] = {{MemoryFormat::k_contiguous, "contiguous"},
                                                 {MemoryFormat::k_channels_last, "channels_last"}};
+constexpr EnumName<Activations> k_activations[] = {{Activations::k_on_failure, "on_failure"},
+                                                  {Activations::k_always, "always"},
+                                                  {Activations::k_off, "off"}};
 constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},
                                             {GraphMode::k_frozen, "frozen"},
                                             {GraphMode::k_optimized, "optimized"},
@@ -209,7 +212,7 @@ class Reader {
 };
 
 const std::vector<std::string> k_experiment_keys = {"name",     "model",     "inputs",  "reference", "targets",
-                                                    "backends", "tolerance", "repeats", "oracle",  "timeout_s",
+                                                    "backends", "tolerance", "repeats", "oracle",  "timeout_s", "activations",
                                                     "task"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
@@ -480,6 +483,9 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
       reader.fail(timeout.Mark(), "timeout_s must be more than 0 and at most 86400 (a day), got " + timeout.Scalar());
     }
   }
+  if (const YAML::Node activations = root["activations"]) {
+    experiment.activations = reader.choice(activations, "activations", k_activations);
+  }
   if (const YAML::Node repeats = root["repeats"]) {
     experiment.repeats = static_cast<int>(reader.integer(repeats, "repeats", 1, 100));
   }
@@ -502,6 +508,7 @@ const char* to_string(Device device) { return enum_name(k_devices, device); }
 const char* to_string(DType dtype) { return enum_name(k_dtypes, dtype); }
 const char* to_string(MemoryFormat format) { return enum_name(k_formats, format); }
 const char* to_string(GraphMode mode) { return enum_name(k_graphs, mode); }
+const char* to_string(Activations activations) { return enum_name(k_activations, activations); }
 
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path) {
   Reader reader(path);

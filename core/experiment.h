@@ -31,6 +31,11 @@ struct SourceLocation {
 enum class Device { k_cpu, k_cuda };
 enum class DType { k_float32, k_float64, k_bfloat16, k_float16 };
 enum class MemoryFormat { k_contiguous, k_channels_last };
+// When tier 2 captures activations and localizes (`activations:`): for failing checks
+// (the default), for every compared check, or never.
+enum class Activations { k_on_failure, k_always, k_off };
+const char* to_string(Activations activations);
+
 enum class GraphMode {
   k_eager,      // the module as loaded
   k_frozen,     // torch::jit::freeze (inlines attributes, folds conv-bn)
@@ -117,6 +122,8 @@ struct Experiment {
   // Time limit for loading a backend and for one input's forwards (all repeats) in an
   // isolated run; beyond it the check is recorded as timeout and the run goes on.
   double timeout_s = 120.0;
+  // Tier 2 (`activations:`): capture every activation and say where divergence starts.
+  Activations activations = Activations::k_on_failure;
   // Tier 3 (`task:`): the task adapter and its tolerances; absent, no task checks.
   std::optional<TaskSpec> task;
 };

@@ -259,6 +259,9 @@ CheckRecord parse_check(const Json& json) {
   if (json.contains("stats")) {
     check.stats = parse_stats(json["stats"]);
   }
+  if (json.contains("localization")) {
+    check.localization = parse_localization_json(json["localization"].dump());
+  }
   if (json.contains("task")) {
     check.task = task_result_from_json(json["task"]);
   }
@@ -476,6 +479,9 @@ std::string check_to_json_line(const CheckRecord& check) {
   // Written member by member (core/check_json.h): a run may hold millions of checks.
   std::string line;
   append_check_json_begin(line, check);
+  if (check.localization) {
+    line += ",\"localization\":" + Json::parse(localization_to_json(*check.localization)).dump();
+  }
   if (check.task) {
     line += ",\"task\":" + task_result_to_json(*check.task).dump();
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/environment.h"
+#include "core/tier2_profile.h"
 
 namespace driftgate {
 
@@ -165,6 +166,9 @@ struct CheckRecord {
   std::optional<ObservedTensor> observed_reference;
   std::optional<ObservedTensor> observed_target;
   std::optional<Tier1Stats> stats;  // absent for error/skipped/structure failures
+  // Tier 2: where, layer by layer, the target leaves the reference (failing checks with
+  // activations: on_failure, every compared check with activations: always).
+  std::optional<Localization> localization;
   std::optional<TaskResult> task;   // tier-3 checks only
   std::optional<Mitigation> mitigation;  // failing checks of a `run --mitigate` run
   double reference_ms = 0.0;        // wall time of one forward (median of repeats)

@@ -66,12 +66,12 @@ int64_t integer(const Json& object, const char* name) {
   return value.get<int64_t>();
 }
 
-LayerProfile parse_layer(const Json& row) {
+Tier2Layer parse_layer(const Json& row) {
   if (!row.is_array() || row.size() != 6 || !row[0].is_string() || !row[1].is_string()) {
     throw Error("localization: a profile row must be [name, status, delta, noise_floor, threshold, rank], got " +
                 row.dump());
   }
-  LayerProfile layer;
+  Tier2Layer layer;
   layer.name = row[0].get<std::string>();
   layer.status = parse_layer_status(row[1].get<std::string>());
   layer.delta = to_number(row[2], "delta");
@@ -82,7 +82,7 @@ LayerProfile parse_layer(const Json& row) {
 }
 
 // delta / threshold of an observed layer (0 when both are 0).
-double ratio(const LayerProfile& layer) {
+double ratio(const Tier2Layer& layer) {
   if (layer.threshold > 0.0) {
     return layer.delta / layer.threshold;
   }
@@ -114,7 +114,7 @@ LayerStatus parse_layer_status(const std::string& name) {
 
 std::string localization_to_json(const Localization& localization) {
   Json profile = Json::array();
-  for (const LayerProfile& layer : localization.profile) {
+  for (const Tier2Layer& layer : localization.profile) {
     profile.push_back(Json::array({layer.name, to_string(layer.status), number(layer.delta), number(layer.noise_floor),
                                    number(layer.threshold), number(layer.rank)}));
   }
@@ -224,7 +224,7 @@ std::string describe_localization(const Localization& localization) {
     return std::string("no divergent layer; ") + coverage;
   }
   double rank = 0.0;
-  for (const LayerProfile& layer : localization.profile) {
+  for (const Tier2Layer& layer : localization.profile) {
     if (layer.name == localization.first_divergent) {
       rank = layer.rank;
     }

@@ -26,7 +26,7 @@ const char* to_string(LayerStatus status);
 LayerStatus parse_layer_status(const std::string& name);
 
 // One captured value of the reference's graph, in graph order.
-struct LayerProfile {
+struct Tier2Layer {
   // "<module path>/<op kind>#<n> (<source file>:<line>)", e.g.
   // "layer1.0.relu/aten::relu_#1 (conv.py:459)"; the module path is "" at the top level.
   std::string name;
@@ -61,10 +61,10 @@ struct Localization {
   // reference's inputs to it. "confirmed" (it alone reproduces the divergence),
   // "not_confirmed", or "not_run" (no divergent layer, or an input was not observable).
   std::string reinjection = "not_run";
-  double reinjection_delta = 0.0;     // that op's range-normalized error (confirmed/not_confirmed)
-  std::string note;                   // why not run, or what went wrong; may be empty
-  int64_t peak_rss_kib = 0;           // peak resident memory of the process that localized
-  std::vector<LayerProfile> profile;  // one per reference layer, graph order
+  double reinjection_delta = 0.0;   // that op's range-normalized error (confirmed/not_confirmed)
+  std::string note;                 // why not run, or what went wrong; may be empty
+  int64_t peak_rss_kib = 0;         // peak resident memory of the process that localized
+  std::vector<Tier2Layer> profile;  // one per reference layer, graph order
 };
 
 // Compact JSON object (one line): per layer [name, status, delta, noise_floor,

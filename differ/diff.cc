@@ -93,6 +93,7 @@ CheckDiff compare(const CheckRecord& before, const CheckRecord& after, const Dif
   CheckDiff diff{after.id,          after.experiment, classify(before, after, options),
                  before.status,     after.status,     max_abs_of(before),
                  max_abs_of(after), after.message,    {}};
+  diff.localization = after.localization;
   if (diff.diff_class == DiffClass::k_unchanged && before.status != after.status) {
     diff.notes.push_back(std::string("status changed (") + to_string(before.status) + " -> " + to_string(after.status) +
                          ")");
@@ -172,6 +173,7 @@ DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOpti
                                max_abs_of(check),
                                check.message,
                                {}});
+      result.checks.back().localization = check.localization;
       continue;
     }
     seen[it->second] = true;

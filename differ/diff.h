@@ -69,6 +69,7 @@ struct CheckDiff {
   std::optional<double> max_abs_after;
   std::string message;             // the run's message (the baseline's for a missing check)
   std::vector<std::string> notes;  // "model changed (...)", "status changed (pass -> skipped)"
+  std::optional<Localization> localization = std::nullopt;  // the run's tier-2 localization, if any
 };
 
 struct DiffResult {

@@ -109,6 +109,10 @@ std::string check_line(const Report& report, const CheckDiff& check) {
     out << "; allowed by " << markdown_code(entry.check_glob) << " (" << markdown_text(entry.origin) << ", owner "
         << markdown_code(entry.owner) << ", until " << entry.expires << ": " << markdown_code(entry.reason) << ")";
   }
+  if (check.localization && check.status_after && is_failure(*check.status_after)) {
+    out << "\n  - tier 2: `" << layer_sparkline(*check.localization) << "` "
+        << markdown_text(describe_localization(*check.localization));
+  }
   out << "\n";
   return out.str();
 }

@@ -66,6 +66,11 @@ void render_check(std::ostream& out, const Report& report, const CheckDiff& chec
         << terminal_safe(decision.allowed_by->origin) << ", owner " << terminal_safe(decision.allowed_by->owner)
         << ", until " << decision.allowed_by->expires << ")";
   }
+  if (check.localization && check.status_after && is_failure(*check.status_after)) {
+    // Tier 2: one character per layer (log error / threshold, full block over it).
+    out << "\n    layers " << layer_sparkline(*check.localization) << "  "
+        << terminal_safe(describe_localization(*check.localization));
+  }
   out << "\n";
 }
 

@@ -18,6 +18,7 @@
 #include "runner/backend_run.h"
 #include "runner/inputs.h"
 #include "runner/tier1.h"
+#include "runner/tier2_localize.h"
 
 namespace driftgate {
 namespace {
@@ -320,6 +321,46 @@ class ExperimentRun {
                     format_ms(forwards.median_ms).c_str(), format_ms(reference.median_ms).c_str());
     }
     log_line(input, t, summary + detail);
+    localize_check(input, t, spec);
+  }
+
+  // Tier 2: captures every activation of reference, oracle and target on this input
+  // and attaches where the divergence starts to this (input, target)'s compared
+  // records: the failing ones (activations: on_failure) or all (always). Isolated
+  // runs localize in a forked child, like the forwards. A localization that fails
+  // is logged and leaves the records as they are.
+  void localize_check(size_t input, size_t t, const BackendSpec& spec) {
+    if (m_experiment.activations == Activations::k_off) {
+      return;
+    }
+    std::vector<CheckRecord*> wanted;
+    for (CheckRecord& record : m_grid[input][t]) {
+      if (record.stats && (m_experiment.activations == Activations::k_always || is_failure(record.status))) {
+        wanted.push_back(&record);
+      }
+    }
+    if (wanted.empty()) {
+      return;
+    }
+    LocalizeRequest request;
+    request.reference = m_experiment.reference;
+    if (m_experiment.oracle) {
+      request.oracle = oracle_spec();
+    }
+    request.target = spec;
+    request.source = m_source;
+    request.options.tolerance = wanted.front()->tolerance;
+    try {
+      Localization localization = m_backend_options.isolate
+                                      ? localize_isolated(request, m_inputs[input], m_experiment.timeout_s)
+                                      : localize_request(request, m_inputs[input]);
+      log_line(input, t, "tier 2: " + describe_localization(localization));
+      for (CheckRecord* record : wanted) {
+        record->localization = localization;
+      }
+    } catch (const Error& e) {
+      log_line(input, t, std::string("tier 2: no localization: ") + e.what());
+    }
   }
 
   void log_line(size_t input, size_t target, const std::string& text) {

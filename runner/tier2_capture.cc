@@ -182,6 +182,25 @@ std::vector<size_t> CaptureGraph::node_tensor_inputs(size_t point, bool* reads_g
 }
 
 Capture CaptureGraph::run(const at::Tensor& input, const std::vector<size_t>& wanted) const {
+  std::shared_ptr<torch::jit::GraphFunction>& function = m_functions[wanted];
+  if (!function) {
+    function = build_function(wanted);
+  }
+  std::vector<c10::IValue> stack{m_module._ivalue(), input};
+  function->run(stack);
+  const auto& elements = stack.at(0).toTupleRef().elements();
+  Capture capture;
+  capture.output = elements[0];
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (elements[i + 1].toTensor().is_mkldnn()) {
+      capture.opaque.insert(wanted[i]);
+    }
+    capture.values[wanted[i]] = dense(elements[i + 1]);
+  }
+  return capture;
+}
+
+std::shared_ptr<torch::jit::GraphFunction> CaptureGraph::build_function(const std::vector<size_t>& wanted) const {
   std::shared_ptr<Graph> graph = m_graph->copy();
   std::vector<Value*> values = capturable_values(*graph);
   Value* none = nullptr;
@@ -204,19 +223,7 @@ Capture CaptureGraph::run(const at::Tensor& input, const std::vector<size_t>& wa
   graph->appendNode(tuple);
   graph->eraseOutput(0);
   graph->registerOutput(tuple->output());
-  torch::jit::GraphFunction function("driftgate_tier2_capture", graph, nullptr);
-  std::vector<c10::IValue> stack{m_module._ivalue(), input};
-  function.run(stack);
-  const auto& elements = stack.at(0).toTupleRef().elements();
-  Capture capture;
-  capture.output = elements[0];
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    if (elements[i + 1].toTensor().is_mkldnn()) {
-      capture.opaque.insert(wanted[i]);
-    }
-    capture.values[wanted[i]] = dense(elements[i + 1]);
-  }
-  return capture;
+  return std::make_shared<torch::jit::GraphFunction>("driftgate_tier2_capture", graph, nullptr);
 }
 
 at::Tensor CaptureGraph::run_node(size_t point,

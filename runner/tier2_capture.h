@@ -29,6 +29,10 @@
 #include <string>
 #include <vector>
 
+namespace torch::jit {
+struct GraphFunction;
+}  // namespace torch::jit
+
 namespace driftgate {
 
 // One capturable value: a tensor produced by a node of the inlined forward graph.
@@ -74,11 +78,15 @@ class CaptureGraph {
   std::vector<size_t> node_tensor_inputs(size_t point, bool* reads_graph_input) const;
 
  private:
+  std::shared_ptr<torch::jit::GraphFunction> build_function(const std::vector<size_t>& wanted) const;
+
   torch::jit::Module m_module;
   std::shared_ptr<torch::jit::Graph> m_graph;             // inlined copy of forward; never modified after construction
   std::vector<torch::jit::Value*> m_values;               // captured value per point (in m_graph)
   std::map<const torch::jit::Value*, size_t> m_point_of;  // value -> point
   std::vector<CapturePoint> m_points;
+  // Capture functions by wanted points: built (and optimized by the graph executor) once.
+  mutable std::map<std::vector<size_t>, std::shared_ptr<torch::jit::GraphFunction>> m_functions;
 };
 
 }  // namespace driftgate

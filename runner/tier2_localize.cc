@@ -213,7 +213,7 @@ class Localizer {
     std::map<size_t, double> memo;
     double best_rank = -INFINITY;
     for (size_t p = 0; p < m_layers.size(); ++p) {
-      LayerProfile& layer = m_layers[p];
+      Tier2Layer& layer = m_layers[p];
       if (!m_observed[p]) {
         layer.status = LayerStatus::k_not_observable;
         layer.delta = 0.0;
@@ -293,7 +293,7 @@ class Localizer {
   std::optional<CaptureGraph> m_oracle_graph;
   Alignment m_alignment;
   Alignment m_oracle_alignment;
-  std::vector<LayerProfile> m_layers;
+  std::vector<Tier2Layer> m_layers;
   std::vector<bool> m_observed;
   size_t m_first_divergent = 0;
 };

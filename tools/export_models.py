@@ -10,7 +10,7 @@ affine parameters, and the classifier head is rescaled so outputs are O(1).
 Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
   /usr/bin/python3 tools/export_models.py demo  --out models/      # the demo suite
   /usr/bin/python3 tools/export_models.py test  --out DIR          # tiny models for tests
-  /usr/bin/python3 tools/export_models.py perturb IN.pt OUT.pt [--scale 1.01]
+  /usr/bin/python3 tools/export_models.py perturb IN.pt OUT.pt [--scale 1.01] [--parameter NAME]
   /usr/bin/python3 tools/export_models.py image --out FILE.png [--size 96] [--seed 0]
   /usr/bin/python3 tools/export_models.py digits --out models/     # a CNN trained on scikit-learn's digits,
                                                                    # test images and their labels (tools/export_digits.py)
@@ -123,11 +123,17 @@ def export_test(out):
         export(model, example, os.path.join(out, f"{name}.pt"), output_of=output_of, strict=name != "tiny_dict")
 
 
-def perturb(source, target, scale):
-    """Multiplies the first floating-point parameter by `scale`: a 'changed model' for tests."""
+def perturb(source, target, scale, only=None):
+    """Multiplies one floating-point parameter by `scale`: a 'changed model' for tests.
+
+    The first one, or the one named `only` ("layer2.0.conv1.weight"): tier 2's fixture,
+    a model whose divergence starts at one known layer (`driftgate explain --target-model`)."""
     module = torch.jit.load(source)
+    names = [name for name, parameter in module.named_parameters() if parameter.is_floating_point()]
+    if only is not None and only not in names:
+        raise SystemExit(f"export_models: {source} has no floating-point parameter '{only}' (e.g. {', '.join(names[:5])})")
     for name, parameter in module.named_parameters():
-        if parameter.is_floating_point():
+        if parameter.is_floating_point() and (only is None or name == only):
             with torch.no_grad():
                 parameter.mul_(scale)
             module.save(target)
@@ -170,6 +176,7 @@ def main():
     p.add_argument("source")
     p.add_argument("target")
     p.add_argument("--scale", type=float, default=1.01)
+    p.add_argument("--parameter", default=None, help="the parameter to scale (default: the first floating-point one)")
     p = sub.add_parser("image")
     p.add_argument("--out", required=True)
     p.add_argument("--size", type=int, default=96)
@@ -185,7 +192,7 @@ def main():
         os.makedirs(args.out, exist_ok=True)
         (export_digits if args.command == "digits" else export_photos)(args.out, log)
     elif args.command == "perturb":
-        perturb(args.source, args.target, args.scale)
+        perturb(args.source, args.target, args.scale, args.parameter)
     else:
         write_png(args.out, args.size, args.seed)
 

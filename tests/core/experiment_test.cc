@@ -113,6 +113,17 @@ TEST_F(ExperimentTest, BackendOptionsForAutocastAndExactFreezing) {
   EXPECT_EQ(e.targets[2].graph, GraphMode::k_xnnpack);
 }
 
+TEST_F(ExperimentTest, ActivationsDefaultToOnFailureAndAreStrict) {
+  const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n";
+  EXPECT_EQ(parse(head).activations, Activations::k_on_failure);
+  EXPECT_EQ(parse(head + "activations: always\n").activations, Activations::k_always);
+  EXPECT_EQ(parse(head + "activations: off\n").activations, Activations::k_off);
+  EXPECT_EQ(parse(head + "activations: on_failure\n").activations, Activations::k_on_failure);
+  EXPECT_EQ(error_of(head + "activations: allways\n"),
+            "DIR/x.yaml:5:14: unknown activations 'allways'; did you mean 'always'? (one of: on_failure, always, off)");
+  EXPECT_STREQ(to_string(Activations::k_on_failure), "on_failure");
+}
+
 TEST_F(ExperimentTest, RuleWithoutValuesKeepsPerDtypeDefaults) {
   const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n";
   Experiment e = parse(head + "tolerance: {rule: normwise}\n");
@@ -135,7 +146,7 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, repeats, oracle, timeout_s, task)"},
+     "inputs, reference, targets, backends, tolerance, repeats, oracle, timeout_s, activations, task)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "

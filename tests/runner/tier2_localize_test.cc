@@ -54,9 +54,9 @@ class Tier2LocalizeTest : public ::testing::Test {
 // The name without its " (file:line)" suffix (models built from C++ strings say "<string>").
 std::string bare(const std::string& name) { return name.substr(0, name.find(" (")); }
 
-const LayerProfile& layer(const Localization& localization, const std::string& name) {
+const Tier2Layer& layer(const Localization& localization, const std::string& name) {
   auto it = std::find_if(localization.profile.begin(), localization.profile.end(),
-                         [&](const LayerProfile& layer) { return bare(layer.name) == name; });
+                         [&](const Tier2Layer& layer) { return bare(layer.name) == name; });
   if (it == localization.profile.end()) {
     throw std::runtime_error("no layer " + name);
   }

@@ -1,0 +1,77 @@
+#include "runner/tier2_explain.h"
+
+#include <ATen/Parallel.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/suggest.h"
+#include "core/tolerance.h"
+#include "runner/inputs.h"
+#include "runner/tier2_localize.h"
+
+namespace driftgate {
+namespace {
+
+// The named item of `items` or an error listing the names, with a did-you-mean.
+template <typename T, typename Name>
+const T& find_named(const std::vector<T>& items, const std::string& wanted, Name name, const std::string& what,
+                    const std::string& where) {
+  std::vector<std::string> names;
+  for (const T& item : items) {
+    if (name(item) == wanted) {
+      return item;
+    }
+    names.push_back(name(item));
+  }
+  std::string listed;
+  for (const std::string& item : names) {
+    listed += (listed.empty() ? "" : ", ") + item;
+  }
+  throw Error(where + "no " + what + " '" + wanted + "'" + did_you_mean(wanted, names) + " (there are: " + listed +
+              ")");
+}
+
+}  // namespace
+
+Localization explain_check(const Experiment& experiment, const std::string& input, const std::string& target,
+                           const ExplainOptions& options) {
+  const std::string where = experiment.config_path + ": ";
+  const InputSpec& input_spec = find_named(
+      experiment.inputs, input, [](const InputSpec& spec) { return spec.name; }, "input", where);
+  const BackendSpec& target_spec = find_named(
+      experiment.targets, target, [](const BackendSpec& spec) { return spec.name; }, "target", where);
+  if (!options.target_model.empty() && !std::filesystem::is_regular_file(options.target_model)) {
+    throw Error("--target-model '" + options.target_model + "': no such file");
+  }
+  LocalizeRequest request;
+  request.reference = experiment.reference;
+  if (experiment.oracle) {
+    // The runner's oracle: CPU float64, everything else default.
+    request.oracle = BackendSpec{};
+    request.oracle->name = "oracle_fp64";
+    request.oracle->dtype = DType::k_float64;
+  }
+  request.target = target_spec;
+  request.source = BackendSource{experiment.config_path, experiment.model_path, options.threads};
+  request.target_model_path = options.target_model;
+  request.options.tolerance = experiment.tolerance;
+  if (experiment.tolerance_per_dtype) {
+    request.options.tolerance =
+        assert_close_defaults(to_string(experiment.reference.dtype), to_string(target_spec.dtype));
+  }
+  request.options.budget_bytes = options.budget_bytes;
+  at::Tensor tensor;
+  try {
+    tensor = make_input(input_spec);
+  } catch (const Error& e) {
+    throw Error(where + e.what());
+  }
+  if (!options.isolate) {
+    return localize_request(request, tensor);
+  }
+  at::set_num_threads(1);  // a forked child needs a parent that never ran a multi-threaded region
+  return localize_isolated(request, tensor, experiment.timeout_s);
+}
+
+}  // namespace driftgate

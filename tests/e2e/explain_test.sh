@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# driftgate explain and tier 2 in run: a perturbed weight is named first; bad input exits 2;
+# failing checks carry a schema-valid localization; a build without LibTorch says it cannot explain.
+source "$(dirname "$0")/lib.sh"
+tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
+
+expect_exit 0 "explain --help" -- "$DRIFTGATE" explain --help
+expect_contains "$work/stdout" "driftgate explain 'resnet18_oracle/scene0/cpu_fp32~xnnpack/out'" "--help shows an example"
+expect_exit 2 "explain without arguments" -- "$DRIFTGATE" explain
+expect_exit 2 "explain with a malformed check id" -- "$DRIFTGATE" explain 'resnet18/scene0' /nonexistent.yaml
+expect_contains "$work/stderr" "is not a check id; expected <experiment>/<input>/<reference>~<target>/<output>" \
+  "the message says what a check id looks like"
+
+if [[ "${DRIFTGATE_WITH_TORCH:-1}" != 1 ]]; then
+  expect_exit 2 "explain in a build without LibTorch" -- "$DRIFTGATE" explain 'a/b/c~d/out' x.yaml
+  expect_contains "$work/stderr" "built without LibTorch" "it says why"
+  finish
+fi
+: "${TEST_MODELS:?set TEST_MODELS to the folder tools/export_models.py test wrote}"
+
+cp "$TEST_MODELS/tiny_conv.pt" "$work/tiny.pt"
+cat >"$work/tiny.yaml" <<YAML
+name: tiny
+model: tiny.pt
+inputs:
+  - {name: noise, random: {shape: [1, 3, 16, 16], seed: 3}}
+reference: cpu_fp32
+targets: [onednn_off, frozen]
+tolerance: {atol: 1.0e-4, rtol: 1.0e-4}
+YAML
+expect_exit 2 "an unknown experiment" -- "$DRIFTGATE" explain 'tinny/noise/cpu_fp32~frozen/out' "$work/tiny.yaml"
+expect_contains "$work/stderr" "no experiment 'tinny'; did you mean 'tiny'? (they define: tiny)" "did-you-mean for the experiment"
+expect_exit 2 "an unknown target" -- "$DRIFTGATE" explain 'tiny/noise/cpu_fp32~xnnpack/out' "$work/tiny.yaml"
+expect_contains "$work/stderr" "no target 'xnnpack'" "the target must be one of the experiment's"
+expect_exit 2 "a missing --target-model" -- \
+  "$DRIFTGATE" explain 'tiny/noise/cpu_fp32~frozen/out' "$work/tiny.yaml" --target-model "$work/nope.pt"
+
+expect_exit 0 "the unchanged model has no divergent layer" -- \
+  "$DRIFTGATE" explain 'tiny/noise/cpu_fp32~onednn_off/out' "$work/tiny.yaml"
+expect_contains "$work/stdout" "no divergent layer; coverage 100%" "position alignment observes every layer"
+
+/usr/bin/python3 "$tools/export_models.py" perturb "$work/tiny.pt" "$work/conv.pt" --scale 1.05 \
+  --parameter features.3.weight 2>/dev/null
+/usr/bin/python3 "$tools/export_models.py" perturb "$work/tiny.pt" "$work/head.pt" --scale 1.05 \
+  --parameter head.weight 2>/dev/null
+expect_exit 1 "a perturbed conv, runtime-only target" -- \
+  "$DRIFTGATE" explain 'tiny/noise/cpu_fp32~onednn_off/out' "$work/tiny.yaml" --target-model "$work/conv.pt" \
+  --json "$work/conv.json"
+expect_contains "$work/stdout" "first divergent: features.3/aten::" "names the perturbed conv first"
+expect_contains "$work/stdout" "re-injection confirmed" "the conv alone reproduces the divergence"
+expect_contains "$work/conv.json" '"first_divergent":"features.3/aten::' "--json writes the localization"
+expect_exit 1 "a perturbed head, graph-rewriting target" -- \
+  "$DRIFTGATE" explain 'tiny/noise/cpu_fp32~frozen/out' "$work/tiny.yaml" --target-model "$work/head.pt"
+expect_contains "$work/stdout" "alignment: boundary" "frozen aligns at module boundaries"
+expect_contains "$work/stdout" "first divergent: head/aten::linear#1" "names the perturbed linear first"
+expect_contains "$work/stdout" "not_observable" "folded conv-bn values are not observable"
+
+# In run: a tolerance nothing meets makes checks fail, and each carries its localization.
+sed 's/tolerance: .*/tolerance: {atol: 0, rtol: 0}/' "$work/tiny.yaml" >"$work/strict.yaml"
+"$DRIFTGATE" run "$work/strict.yaml" -o "$work/run.jsonl" 2>"$work/run.log"
+checks=$((checks + 1))
+failing=$(grep -c '"status":"fail_numeric"' "$work/run.jsonl")
+localized=$(grep '"status":"fail_numeric"' "$work/run.jsonl" | grep -c '"localization":{')
+if [[ $failing -eq $localized ]]; then echo "ok: all $failing failing checks carry a localization"; else
+  failures=$((failures + 1)); echo "FAIL: $localized of $failing failing checks carry a localization"; cat "$work/run.log"; fi
+expect_exit 0 "the run file with localizations validates" -- /usr/bin/python3 "$tools/validate_schema.py" run "$work/run.jsonl"
+printf 'activations: off\n' >>"$work/strict.yaml"
+"$DRIFTGATE" run "$work/strict.yaml" -o "$work/off.jsonl" 2>/dev/null
+checks=$((checks + 1))
+if ! grep -q '"localization"' "$work/off.jsonl"; then echo "ok: activations: off localizes nothing"; else
+  failures=$((failures + 1)); echo "FAIL: activations: off still localized"; fi
+finish
