@@ -6,8 +6,11 @@
 // fuse and rename nodes, and naive name matching gave 20-34 false alarms per model.
 // Those align at fusion-stable module boundaries: a key made of the producing
 // module and the modules that consume the value; a target value whose node lost its
-// callstack is matched on the consumer side alone. A reference value with no
-// counterpart is "fused / not observable", never divergence.
+// callstack is matched on the consumer side alone. What is left is matched at block
+// level (a leaf module stands for its parent block, where rewrites fuse conv + bn + relu
+// and move callstacks between leaves), for values that leave their block only. Keys
+// that occur a different number of times on the two sides match nothing. A reference
+// value with no counterpart is "fused / not observable", never divergence.
 #pragma once
 
 #include <optional>
