@@ -19,6 +19,21 @@ Json parse_body(const HttpResponse& response, const std::string& what) {
   return body;
 }
 
+// A member of a JSON object, or null when `object` is not an object or lacks it:
+// a server may answer anything, and nlohmann's value() throws on non-objects.
+Json field(const Json& object, const char* key) {
+  if (!object.is_object()) {
+    return Json();
+  }
+  auto it = object.find(key);
+  return it == object.end() ? Json() : *it;
+}
+
+std::string string_field(const Json& object, const char* key) {
+  Json value = field(object, key);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
 std::string id_text(const Json& value) {
   return value.is_number_integer() ? std::to_string(value.get<long long>()) : "";
 }
@@ -92,7 +107,7 @@ std::string next_link(const std::string& link_header) {
 
 std::string GithubApi::own_user_id() {
   Json user = parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user");
-  std::string id = id_text(user.value("id", Json()));
+  std::string id = id_text(field(user, "id"));
   if (id.empty()) {
     throw Error("GitHub API: GET /user has no numeric \"id\"; cannot tell our own comments from others'");
   }
@@ -112,11 +127,11 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
     }
     for (const auto& item : items) {
       ThreadComment comment;
-      comment.id = id_text(item.value("id", Json()));
+      comment.id = id_text(field(item, "id"));
       if (item.contains("user") && item["user"].is_object()) {
-        comment.author_id = id_text(item["user"].value("id", Json()));
+        comment.author_id = id_text(field(item["user"], "id"));
       }
-      comment.body = item.value("body", "");
+      comment.body = string_field(item, "body");
       comments.push_back(std::move(comment));
     }
     std::string next = next_link(response.header("link").value_or(""));
@@ -129,7 +144,7 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
 std::string GithubApi::create_comment(int pr, const std::string& body) {
   HttpResponse response =
       m_client.send("POST", repo_url() + "/issues/" + std::to_string(pr) + "/comments", Json{{"body", body}}.dump());
-  return id_text(parse_body(response, "POST comment").value("id", Json()));
+  return id_text(field(parse_body(response, "POST comment"), "id"));
 }
 
 void GithubApi::update_comment(const std::string& id, const std::string& body) {
@@ -162,14 +177,15 @@ GithubPull GithubApi::get_pull(int number) {
   std::string what = "GET pull " + std::to_string(number);
   Json pull = parse_body(m_client.send("GET", repo_url() + "/pulls/" + std::to_string(number)), what);
   GithubPull result;
-  result.number = pull.value("number", 0);
-  result.state = pull.value("state", "");
+  Json number_field = field(pull, "number");
+  result.number = number_field.is_number_integer() ? number_field.get<int>() : 0;
+  result.state = string_field(pull, "state");
   if (pull.contains("head") && pull["head"].is_object()) {
-    result.head_sha = pull["head"].value("sha", "");
+    result.head_sha = string_field(pull["head"], "sha");
   }
   if (pull.contains("base") && pull["base"].is_object() && pull["base"].contains("repo") &&
       pull["base"]["repo"].is_object()) {
-    result.base_repo = pull["base"]["repo"].value("full_name", "");
+    result.base_repo = string_field(pull["base"]["repo"], "full_name");
   }
   return result;
 }
@@ -180,7 +196,7 @@ std::vector<int> GithubApi::pulls_of_commit(const std::string& sha) {
   std::vector<int> numbers;
   if (pulls.is_array()) {
     for (const auto& pull : pulls) {
-      if (pull.is_object() && pull.value("number", Json()).is_number_integer()) {
+      if (pull.is_object() && field(pull, "number").is_number_integer()) {
         numbers.push_back(pull["number"].get<int>());
       }
     }

@@ -28,6 +28,15 @@ std::string at_path(const Json& json, std::initializer_list<const char*> path) {
   return node->is_string() ? node->get<std::string>() : "";
 }
 
+// "#12" for the message; the number as written when it is not an integer.
+std::string pull_number_text(const Json& pull) {
+  if (!pull.is_object() || !pull.contains("number")) {
+    return "?";
+  }
+  const Json& number = pull["number"];
+  return number.is_number_integer() ? std::to_string(number.get<long long>()) : number.dump();
+}
+
 Json read_event(const std::string& path) {
   Json payload = Json::parse(read_file(path), nullptr, false);
   if (payload.is_discarded() || !payload.is_object()) {
@@ -41,8 +50,8 @@ void from_pull_request_event(const Json& payload, const std::string& event_path,
   std::string head_repo = at_path(pull, {"head", "repo", "full_name"});
   std::string base_repo = at_path(pull, {"base", "repo", "full_name"});
   if (!head_repo.empty() && head_repo != base_repo) {
-    throw Error(event_path + " (GITHUB_EVENT_PATH): pull request #" + std::to_string(pull.value("number", 0)) +
-                " comes from the fork " + head_repo + "; its " + target.event_name +
+    throw Error(event_path + " (GITHUB_EVENT_PATH): pull request #" + pull_number_text(pull) + " comes from the fork " +
+                head_repo + "; its " + target.event_name +
                 " workflow must not post with a write token. Upload report.json as an artifact and post from a "
                 "workflow_run workflow (see .github/workflows/drift-post.yml)");
   }

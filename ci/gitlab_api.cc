@@ -19,6 +19,21 @@ Json parse_body(const HttpResponse& response, const std::string& what) {
   return body;
 }
 
+// A member of a JSON object, or null when `object` is not an object or lacks it:
+// a server may answer anything, and nlohmann's value() throws on non-objects.
+Json field(const Json& object, const char* key) {
+  if (!object.is_object()) {
+    return Json();
+  }
+  auto it = object.find(key);
+  return it == object.end() ? Json() : *it;
+}
+
+std::string string_field(const Json& object, const char* key) {
+  Json value = field(object, key);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
 std::string id_text(const Json& value) {
   return value.is_number_integer() ? std::to_string(value.get<long long>()) : "";
 }
@@ -48,7 +63,7 @@ GitlabApi::GitlabApi(ApiClient& client, std::string api_url, const std::string& 
     : m_client(client), m_api_url(std::move(api_url)), m_project_url(m_api_url + "/projects/" + url_encode(project)) {}
 
 std::string GitlabApi::own_user_id() {
-  std::string id = id_text(parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user").value("id", Json()));
+  std::string id = id_text(field(parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user"), "id"));
   if (id.empty()) {
     throw Error("GitLab API: GET /user has no numeric \"id\"; cannot tell our own notes from others'");
   }
@@ -72,11 +87,11 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
     }
     for (const auto& item : items) {
       ThreadComment note;
-      note.id = id_text(item.value("id", Json()));
+      note.id = id_text(field(item, "id"));
       if (item.contains("author") && item["author"].is_object()) {
-        note.author_id = id_text(item["author"].value("id", Json()));
+        note.author_id = id_text(field(item["author"], "id"));
       }
-      note.body = item.value("body", "");
+      note.body = string_field(item, "body");
       notes.push_back(std::move(note));
     }
     page = response.header("x-next-page").value_or("");
@@ -87,7 +102,7 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
 std::string GitlabApi::create_note(int mr, const std::string& body) {
   HttpResponse response = m_client.send("POST", m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes",
                                         Json{{"body", body}}.dump());
-  return id_text(parse_body(response, "POST note").value("id", Json()));
+  return id_text(field(parse_body(response, "POST note"), "id"));
 }
 
 void GitlabApi::update_note(int mr, const std::string& id, const std::string& body) {

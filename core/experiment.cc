@@ -1,12 +1,15 @@
 #include "core/experiment.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -510,19 +513,75 @@ const char* to_string(MemoryFormat format) { return enum_name(k_formats, format)
 const char* to_string(GraphMode mode) { return enum_name(k_graphs, mode); }
 const char* to_string(Activations activations) { return enum_name(k_activations, activations); }
 
+namespace {
+
+// Notes where each document's root node starts and ignores everything else.
+class DocumentMarks : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override { m_in_root = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+  const std::vector<YAML::Mark>& roots() const { return m_roots; }
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (m_in_root) {
+      m_roots.push_back(mark);
+      m_in_root = false;
+    }
+  }
+  bool m_in_root = false;
+  std::vector<YAML::Mark> m_roots;
+};
+
+// Where a second YAML document starts, if there is one. Reads at most two documents:
+// yaml-cpp 0.7's LoadAll never returns on some malformed input (e.g. ",\x9b"), whose
+// parser keeps reporting another document at the same place (found by
+// fuzz/fuzz_experiment). Such input is reported as invalid YAML.
+std::optional<YAML::Mark> second_document(const std::string& yaml_text) {
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  DocumentMarks marks;
+  for (int document = 0; document < 2 && parser.HandleNextDocument(marks); ++document) {
+  }
+  if (marks.roots().size() < 2) {
+    return std::nullopt;
+  }
+  if (marks.roots()[1].pos <= marks.roots()[0].pos) {
+    throw YAML::ParserException(marks.roots()[1], "the parser made no progress here (malformed input)");
+  }
+  return marks.roots()[1];
+}
+
+}  // namespace
+
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path) {
   Reader reader(path);
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
+  std::optional<YAML::Mark> second;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    document = YAML::Load(yaml_text);
+    second = second_document(yaml_text);
   } catch (const YAML::Exception& e) {
     reader.fail(e.mark, "not valid YAML: " + e.msg);
   }
-  if (documents.size() > 1) {
-    reader.fail(documents[1].Mark(), "one experiment per file: found a second YAML document; split it into its own file");
+  if (second) {
+    reader.fail(*second, "one experiment per file: found a second YAML document; split it into its own file");
   }
   try {
-    return parse_document(reader, documents.empty() ? YAML::Node() : documents.front());
+    return parse_document(reader, document);
   } catch (const YAML::Exception& e) {
     reader.fail(e.mark, e.msg);
   }
