@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <streambuf>
 #include <string>
@@ -34,6 +35,7 @@ struct RunRequest {
   bool quiet = false;                // no progress lines; only the result line and errors
   bool in_process = false;           // no forked children: faster to debug, but a crash ends the run
   std::string shard;                 // "i/N": run the i-th of N deterministic slices (0-based)
+  bool mitigate = false;             // search fallbacks for failing targets (runner/mitigation.h)
 };
 
 // "2/4" -> {2, 4}. Throws driftgate::Error unless 0 <= i < N.
@@ -57,7 +59,8 @@ ShardInfo parse_shard(const std::string& text) {
 }
 
 const CommandHelp k_help{
-    "driftgate run CONFIG.yaml... -o RUN.jsonl [--threads N] [--shard i/N] [--repo DIR] [--in-process] [-q]",
+    "driftgate run CONFIG.yaml... -o RUN.jsonl [--threads N] [--shard i/N] [--repo DIR] [--in-process] [--mitigate]\n"
+    "    [-q]",
     "Loads every experiment config first (any error: exit 2, nothing written), then runs each model on\n"
     "its reference backend, every target backend and a float64 oracle, each a separately loaded instance\n"
     "in its own forked process, and compares every output leaf of every input (tier 1: shape, dtype,\n"
@@ -66,6 +69,10 @@ const CommandHelp k_help{
     "record per check (inputs x targets x outputs; a target that aborts, segfaults, exceeds timeout_s or\n"
     "cannot run here still gets its records: crash_ref, crash_target, timeout, skipped) and a summary.\n"
     "Progress, with each target's error against the reference and against float64, goes to stderr.\n"
+    "An experiment with a `task:` section also gets tier-3 checks (output task:classification,\n"
+    "task:detection[stable|native], task:segmentation; status fail_task when the answer changed).\n"
+    "--mitigate: for each failing target, tries fp32, onednn_off, contiguous, eager and stable_nms alone\n"
+    "and in sets of up to 3, and records the smallest set that restores agreement and its latency cost.\n"
     "Exit 1 when any check failed (fail_*, crash_*, timeout); skipped checks do not fail the run.",
     "driftgate run configs/*.yaml -o out/run.jsonl --threads 1   # then: driftgate diff out/run.jsonl"};
 
@@ -84,6 +91,8 @@ std::optional<RunRequest> parse_request(CommandContext& context) {
        "i/N: run only the (experiment, input) pairs at positions i, i+N, ... (0-based); join with merge")
       ("in-process", po::bool_switch(&request.in_process),
        "run every backend in this process (no isolation: a crash or hang ends the run)")
+      ("mitigate", po::bool_switch(&request.mitigate),
+       "search fallbacks for failing targets; the winning set and its latency cost go into the records")
       ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr");
   po::positional_options_description positional;
   positional.add("config", -1);
@@ -179,6 +188,26 @@ void print_errors_per_target(const RunFile& run, std::ostream& out) {
   }
 }
 
+// Which task adapter restored agreement, and each mitigation found, once per
+// (experiment, target): results, so printed even under -q.
+void print_task_and_mitigation_lines(const RunFile& run, std::ostream& out) {
+  std::set<std::string> printed;
+  for (const auto& check : run.checks) {
+    const std::string key = check.experiment + " " + check.target;
+    if (check.mitigation && printed.insert("m " + key).second) {
+      out << "mitigation [" << check.experiment << "] " << check.mitigation->message << "\n";
+    }
+    if (check.task && check.status == CheckStatus::k_pass && printed.insert("t " + key + check.input).second) {
+      for (const auto& finding : check.task->findings) {
+        if (finding.find("restores the agreement") != std::string::npos) {
+          out << "tier 3 [" << check.experiment << "] " << check.input << " " << check.reference << "~"
+              << check.target << ": " << finding << "\n";
+        }
+      }
+    }
+  }
+}
+
 // Swallows progress output under -q.
 class NullBuffer : public std::streambuf {
  protected:
@@ -198,6 +227,7 @@ int cmd_run(CommandContext& context) {
   RunnerOptions options;
   options.threads = request->threads;
   options.isolate = !request->in_process;
+  options.mitigate = request->mitigate;
   if (!request->shard.empty()) {
     options.shard = parse_shard(request->shard);
   }
@@ -212,6 +242,7 @@ int cmd_run(CommandContext& context) {
   write_file_atomic(request->output_path, text.str());
 
   print_errors_per_target(run, log);
+  print_task_and_mitigation_lines(run, context.err);
   context.err << "driftgate run: " << describe(run.summary) << " -> " << request->output_path << "\n";
   if (run.header.shard.count > 1) {
     context.err << "shard " << run.header.shard.index << "/" << run.header.shard.count << ": " << run.summary.checks

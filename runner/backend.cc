@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "runner/inputs.h"
 #include "runner/torchvision_ops.h"
 
 // Exported by libtorch_cpu (torch/csrc/jit/codegen/fuser/interface.h), whose header
@@ -385,7 +386,9 @@ c10::IValue BackendInstance::forward(const at::Tensor& input) {
     AutocastGuard autocast(m_spec.autocast, scalar_type(m_spec.dtype));
     FuserGuard fuser(m_spec.graph == GraphMode::k_fused);
     at::NoGradGuard no_grad;
-    return m_module.forward({prepared});
+    // torchvision detection models take List[Tensor]: the batch as a list of images.
+    const bool as_list = forward_takes_tensor_list(m_module.get_method("forward").function().getSchema());
+    return m_module.forward({forward_argument(prepared, as_list)});
   } catch (const std::exception& e) {
     fail(BackendStage::k_forward, e);
   }

@@ -100,4 +100,26 @@ at::Tensor make_input(const InputSpec& spec) {
   }
 }
 
+bool forward_takes_tensor_list(const c10::FunctionSchema& forward_schema) {
+  const auto& arguments = forward_schema.arguments();
+  // arguments[0] is `self`.
+  if (arguments.size() < 2) {
+    return false;
+  }
+  const c10::TypePtr& type = arguments[1].type();
+  const auto list = type->cast<c10::ListType>();
+  return list && list->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
+c10::IValue forward_argument(const at::Tensor& input, bool as_list) {
+  if (!as_list) {
+    return input;
+  }
+  c10::List<at::Tensor> images;
+  for (const at::Tensor& image : input.unbind(0)) {
+    images.push_back(image);
+  }
+  return images;
+}
+
 }  // namespace driftgate

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
 
 #include "core/experiment.h"
 
@@ -26,5 +28,13 @@ at::Tensor make_random_input(const RandomInput& random);
 
 // Dispatches on the spec's kind. Errors name the input.
 at::Tensor make_input(const InputSpec& spec);
+
+// Whether forward's first argument is a List[Tensor] (torchvision detection models
+// take a list of [C, H, W] images), read from `forward_schema`'s argument types.
+bool forward_takes_tensor_list(const c10::FunctionSchema& forward_schema);
+
+// The argument forward() receives: `input` itself, or with `as_list` its batch
+// unbound into a list of [C, H, W] tensors (each keeps the backend's dtype and layout).
+c10::IValue forward_argument(const at::Tensor& input, bool as_list);
 
 }  // namespace driftgate

@@ -17,8 +17,10 @@
 #include "runner/backend.h"
 #include "runner/backend_run.h"
 #include "runner/inputs.h"
+#include "runner/mitigation.h"
 #include "runner/tier1.h"
 #include "runner/tier2_localize.h"
+#include "runner/tier3.h"
 
 namespace driftgate {
 namespace {
@@ -173,14 +175,21 @@ class ExperimentRun {
   // The output paths a failed comparison reports: the reference's leaves on
   // this input, else on any input, else "*".
   std::vector<std::string> paths_for(size_t input) const {
+    std::vector<std::string> paths;
     if (m_reference_results[input]) {
-      std::vector<std::string> paths;
       for (const auto& leaf : flatten_output(m_reference_results[input]->outputs.front())) {
         paths.push_back(leaf.path);
       }
-      return paths;
+    } else {
+      paths = m_reference_paths.empty() ? std::vector<std::string>{"*"} : m_reference_paths;
     }
-    return m_reference_paths.empty() ? std::vector<std::string>{"*"} : m_reference_paths;
+    if (m_experiment.task) {
+      // Tier-3 checks exist whatever happened, so the check count stays derivable from the config.
+      for (const std::string& name : task_output_names(*m_experiment.task)) {
+        paths.push_back(name);
+      }
+    }
+    return paths;
   }
 
   CheckRecord make_record(size_t input, size_t target, const std::string& output) const {
@@ -306,6 +315,18 @@ class ExperimentRun {
       }
       ++counts[to_string(record.status)];
       m_grid[input][t].push_back(std::move(record));
+    }
+    if (m_experiment.task) {
+      for (TaskVerdict& verdict : judge_task(*m_experiment.task, reference.outputs.front(), forwards.outputs.front(),
+                                             m_experiment.inputs[input].name)) {
+        CheckRecord record = make_record(input, t, verdict.output);
+        record.status = verdict.status;
+        record.message = std::move(verdict.message);
+        record.task = std::move(verdict.result);
+        record.target_ms = forwards.median_ms;
+        ++counts[to_string(record.status)];
+        m_grid[input][t].push_back(std::move(record));
+      }
     }
     std::string summary;
     for (const auto& [status, count] : counts) {
@@ -443,6 +464,21 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       continue;  // another shard's work
     }
     std::vector<CheckRecord> records = ExperimentRun(slice[e], inputs[e], options, log).run();
+    if (options.mitigate) {
+      // Variants run on the failing inputs only: their tensors, looked up by name.
+      const auto run_variant = [&](const Experiment& variant) {
+        std::vector<at::Tensor> subset;
+        for (const InputSpec& spec : variant.inputs) {
+          for (size_t i = 0; i < slice[e].inputs.size(); ++i) {
+            if (slice[e].inputs[i].name == spec.name) {
+              subset.push_back(inputs[e][i]);
+            }
+          }
+        }
+        return ExperimentRun(variant, subset, options, log).run();
+      };
+      mitigate_failures(slice[e], records, run_variant, log);
+    }
     std::move(records.begin(), records.end(), std::back_inserter(run.checks));
   }
   run.summary = summarize(run.header, run.checks);

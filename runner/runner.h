@@ -32,6 +32,9 @@ struct RunnerOptions {
   // shard's must be the same for `merge`); the checks and the summary's counts are
   // the slice's, its expected_checks the suite's.
   ShardInfo shard;
+  // `run --mitigate`: for every target with failing checks, try fallbacks (runner/mitigation.h)
+  // and record the smallest set that restores agreement, with its latency cost.
+  bool mitigate = false;
 };
 
 // The experiments with only the inputs of `shard` (an experiment may keep none).

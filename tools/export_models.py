@@ -12,6 +12,8 @@ Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
   /usr/bin/python3 tools/export_models.py test  --out DIR          # tiny models for tests
   /usr/bin/python3 tools/export_models.py perturb IN.pt OUT.pt [--scale 1.01] [--parameter NAME]
   /usr/bin/python3 tools/export_models.py image --out FILE.png [--size 96] [--seed 0]
+  /usr/bin/python3 tools/export_models.py detection --out models/  # SSDlite, RetinaNet, tie fixture (tier 3)
+  /usr/bin/python3 tools/export_models.py tie --out DIR            # the tie fixture alone (tests)
   /usr/bin/python3 tools/export_models.py digits --out models/     # a CNN trained on scikit-learn's digits,
                                                                    # test images and their labels (tools/export_digits.py)
   /usr/bin/python3 tools/export_models.py photos --out models/images  # skimage.data's chelsea and astronaut
@@ -172,6 +174,9 @@ def main():
     for name in ("digits", "photos"):
         p = sub.add_parser(name)
         p.add_argument("--out", required=True)
+    for name in ("detection", "tie"):
+        p = sub.add_parser(name)
+        p.add_argument("--out", required=True)
     p = sub.add_parser("perturb")
     p.add_argument("source")
     p.add_argument("target")
@@ -191,6 +196,13 @@ def main():
         from export_digits import export_digits, export_photos
         os.makedirs(args.out, exist_ok=True)
         (export_digits if args.command == "digits" else export_photos)(args.out, log)
+    elif args.command in ("detection", "tie"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from export_detection import export_detection, export_tie
+        os.makedirs(args.out, exist_ok=True)
+        if args.command == "detection":
+            export_detection(args.out, log, randomize_batchnorm)
+        export_tie(args.out, log)
     elif args.command == "perturb":
         perturb(args.source, args.target, args.scale, args.parameter)
     else:

@@ -5,12 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" != "--force" && -f models/resnet18.pt && -f models/lraspp_mobilenet_v3_large.pt \
       && -f models/mobilenet_v3_small.pt && -f models/images/scene1.png \
-      && -f models/digits_cnn.pt && -f models/digits/labels.txt && -f models/images/chelsea.png ]]; then
+      && -f models/digits_cnn.pt && -f models/digits/labels.txt && -f models/images/chelsea.png \
+      && -f models/ssdlite_head.pt && -f models/retinanet.pt && -f models/tie_detector.pt ]]; then
   echo "prepare-demo: models/ is ready"
   exit 0
 fi
 mkdir -p models/images
 /usr/bin/python3 tools/export_models.py demo --out models
+/usr/bin/python3 tools/export_models.py detection --out models  # tier 3: SSDlite, RetinaNet, the tie fixture
 /usr/bin/python3 tools/export_models.py image --out models/images/scene0.png --size 256 --seed 0
 /usr/bin/python3 tools/export_models.py image --out models/images/scene1.png --size 256 --seed 1
 /usr/bin/python3 tools/export_models.py digits --out models  # a CNN trained on scikit-learn's digits (seconds)

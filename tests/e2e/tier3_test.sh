@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Tier 3 end to end: the tie fixture (tools/export_models.py tie) through the real
+# binary. Native NMS fails on bfloat16, stable NMS passes and the terminal says which
+# adapter restored agreement; --mitigate names the fallback and its latency cost, in
+# the record (valid against schema/record.schema.json) and on the terminal.
+source "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+
+/usr/bin/python3 "$root/tools/export_models.py" tie --out "$work" 2>/dev/null || { echo "FAIL: export"; exit 1; }
+cat >"$work/tie.yaml" <<'YAML'
+name: tie_detector
+model: tie_detector.pt
+inputs:
+  - name: noise
+    random: {shape: [1, 3, 16, 16], seed: 3}
+reference: cpu_fp32
+targets: [cpu_bf16]
+tolerance: {atol: 1.0e-4, rtol: 1.0e-4}
+oracle: false
+task: {kind: detection, outputs: ["out[0]", "out[1]"], iou_threshold: 0.3, nms: [native, stable]}
+YAML
+
+expect_exit 1 "run: the native NMS check fails" -- "$DRIFTGATE" run "$work/tie.yaml" -o "$work/run.jsonl" -q
+expect_contains "$work/run.jsonl" '"output":"task:detection[native]","status":"fail_task"' "native NMS: fail_task"
+expect_contains "$work/run.jsonl" '"output":"task:detection[stable]","status":"pass"' "stable NMS: pass"
+expect_contains "$work/stderr" \
+  "tier 3 [tie_detector] noise cpu_fp32~cpu_bf16: stable NMS (score, then x1, y1, x2, y2, class) restores the agreement that native NMS order lost" \
+  "the terminal names the adapter that restored agreement"
+
+expect_exit 1 "run --mitigate" -- "$DRIFTGATE" run "$work/tie.yaml" -o "$work/mitigated.jsonl" --mitigate -q
+expect_contains "$work/stderr" "mitigation [tie_detector] fp32 restores tier-1 agreement for cpu_bf16: " \
+  "the terminal names the fallback"
+expect_contains "$work/stderr" "per forward (x" "... and its latency cost"
+expect_contains "$work/mitigated.jsonl" '"mitigation":{"fallbacks":["fp32"],"restores":"tier1","backend":"cpu_bf16+fp32"' \
+  "the record holds the mitigation"
+expect_exit 0 "the run file validates against the record schema" -- \
+  /usr/bin/python3 "$root/tools/validate_schema.py" run "$work/mitigated.jsonl"
+
+sed 's/nms: \[native, stable\]/nms: [nativ]/' "$work/tie.yaml" >"$work/bad.yaml"
+expect_exit 2 "a misspelled NMS mode is a usage error" -- "$DRIFTGATE" run "$work/bad.yaml" -o "$work/bad.jsonl"
+expect_contains "$work/stderr" "unknown nms mode 'nativ'; did you mean 'native'?" "... with a did-you-mean"
+
+finish
