@@ -12,9 +12,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char* const k_fields[] = {"alignment",       "layers",       "observed",    "not_observable",    "coverage",
-                                "first_divergent", "highest_rank", "reinjection", "reinjection_delta", "note",
-                                "peak_rss_kib",    "profile"};
+const char* const k_fields[] = {
+    "alignment",    "layers",       "observed",    "not_observable",    "coverage", "first_divergent",
+    "fused_before", "highest_rank", "reinjection", "reinjection_delta", "note",     "peak_rss_kib",
+    "profile"};
 
 Json number(double value) {
   if (std::isnan(value)) {
@@ -124,6 +125,7 @@ std::string localization_to_json(const Localization& localization) {
             {"not_observable", localization.not_observable},
             {"coverage", number(localization.coverage)},
             {"first_divergent", localization.first_divergent},
+            {"fused_before", localization.fused_before},
             {"highest_rank", localization.highest_rank},
             {"reinjection", localization.reinjection},
             {"reinjection_delta", number(localization.reinjection_delta)},
@@ -159,6 +161,16 @@ Localization parse_localization_json(const std::string& text_value) {
   localization.not_observable = integer(json, "not_observable");
   localization.coverage = to_number(field(json, "coverage"), "coverage");
   localization.first_divergent = text(json, "first_divergent");
+  const Json& fused = field(json, "fused_before");
+  if (!fused.is_array()) {
+    throw Error("localization: field 'fused_before' must be an array of layer names");
+  }
+  for (const Json& name : fused) {
+    if (!name.is_string()) {
+      throw Error("localization: field 'fused_before' must be an array of layer names");
+    }
+    localization.fused_before.push_back(name.get<std::string>());
+  }
   localization.highest_rank = text(json, "highest_rank");
   localization.reinjection = text(json, "reinjection");
   if (localization.reinjection != "confirmed" && localization.reinjection != "not_confirmed" &&
@@ -231,7 +243,15 @@ std::string describe_localization(const Localization& localization) {
   }
   char first[96];
   std::snprintf(first, sizeof first, " (rank %.3g; re-injection %s)", rank, localization.reinjection.c_str());
-  std::string text_value = "first divergent: " + localization.first_divergent + first;
+  std::string text_value = "first divergent: " + localization.first_divergent;
+  if (!localization.fused_before.empty()) {
+    std::string fused;
+    for (const std::string& name : localization.fused_before) {
+      fused += (fused.empty() ? "" : ", ") + name.substr(0, name.find(" ("));
+    }
+    text_value += " after not observable " + fused;
+  }
+  text_value += first;
   if (!localization.highest_rank.empty() && localization.highest_rank != localization.first_divergent) {
     text_value += "; highest rank: " + localization.highest_rank;
   }

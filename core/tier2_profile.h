@@ -55,6 +55,10 @@ struct Localization {
   double coverage = 0.0;       // observed / layers
   // The first layer in graph order over its threshold; empty when none is.
   std::string first_divergent;
+  // The not-observable layers feeding the first divergent one back to the last observed
+  // layers, in graph order: where a graph rewrite fused the layer the divergence starts
+  // in (a perturbed conv folded with its batch norm), it is among these.
+  std::vector<std::string> fused_before;
   // The divergent layer with the highest CRADLE rank; empty when none is divergent.
   std::string highest_rank;
   // Re-injection: the first divergent layer's op alone on the target, fed the

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "runner/tier2_align.h"
@@ -209,6 +210,25 @@ class Localizer {
     return memo[point] = worst;
   }
 
+  // The unobserved layers feeding `point`, back to observed ones, in graph order.
+  std::vector<std::string> unobserved_before(size_t point) const {
+    std::set<size_t> found;
+    std::vector<size_t> stack(points()[point].predecessors);
+    while (!stack.empty()) {
+      const size_t p = stack.back();
+      stack.pop_back();
+      if (m_observed[p] || !found.insert(p).second) {
+        continue;
+      }
+      stack.insert(stack.end(), points()[p].predecessors.begin(), points()[p].predecessors.end());
+    }
+    std::vector<std::string> names;
+    for (size_t p : found) {
+      names.push_back(m_layers[p].name);
+    }
+    return names;
+  }
+
   void assign_statuses_and_ranks(Localization& result) {
     std::map<size_t, double> memo;
     double best_rank = -INFINITY;
@@ -231,6 +251,7 @@ class Localizer {
       if (result.first_divergent.empty()) {
         result.first_divergent = layer.name;
         m_first_divergent = p;
+        result.fused_before = unobserved_before(p);
       }
       if (layer.rank > best_rank) {
         best_rank = layer.rank;

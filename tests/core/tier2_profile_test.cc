@@ -34,7 +34,8 @@ Localization sample() {
 }
 
 TEST(Tier2ProfileTest, RoundTripsThroughCompactJson) {
-  const Localization original = sample();
+  Localization original = sample();
+  original.fused_before = {"block1.bn/aten::batch_norm#1"};
   const std::string json = localization_to_json(original);
   EXPECT_EQ(json.find('\n'), std::string::npos);
   EXPECT_NE(json.find(R"(["block1.bn/aten::batch_norm#1","not_observable",0.0,0.0,0.0,0.0])"), std::string::npos)
@@ -43,6 +44,7 @@ TEST(Tier2ProfileTest, RoundTripsThroughCompactJson) {
   EXPECT_EQ(parsed.alignment, original.alignment);
   EXPECT_EQ(parsed.coverage, original.coverage);
   EXPECT_EQ(parsed.first_divergent, original.first_divergent);
+  EXPECT_EQ(parsed.fused_before, original.fused_before);
   EXPECT_EQ(parsed.reinjection, "confirmed");
   EXPECT_EQ(parsed.peak_rss_kib, 123456);
   ASSERT_EQ(parsed.profile.size(), 4u);
@@ -107,6 +109,12 @@ TEST(Tier2ProfileTest, DescribeNamesTheFirstDivergentLayerAndCoverage) {
   EXPECT_EQ(describe_localization(sample()),
             "first divergent: block2.conv/aten::conv2d#1 (conv.py:459) (rank 2.5e+04; re-injection confirmed); "
             "coverage 75% (3 of 4 layers; 1 fused / not observable)");
+  Localization fused = sample();
+  fused.fused_before = {"block1.bn/aten::batch_norm#1 (functional.py:2450)"};
+  EXPECT_EQ(describe_localization(fused),
+            "first divergent: block2.conv/aten::conv2d#1 (conv.py:459) after not observable "
+            "block1.bn/aten::batch_norm#1 (rank 2.5e+04; re-injection confirmed); coverage 75% (3 of 4 layers; 1 "
+            "fused / not observable)");
   Localization clean = sample();
   clean.first_divergent.clear();
   EXPECT_EQ(describe_localization(clean), "no divergent layer; coverage 75% (3 of 4 layers; 1 fused / not observable)");

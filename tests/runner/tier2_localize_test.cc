@@ -91,6 +91,20 @@ TEST_F(Tier2LocalizeTest, PerturbedWeightIsNamedFirstForAGraphRewritingTarget) {
   EXPECT_EQ(result.observed + result.not_observable, result.layers);
 }
 
+TEST_F(Tier2LocalizeTest, AWeightFusedAwayByTheRewriteIsNamedAmongTheLayersBeforeTheFirstObservedOne) {
+  // block1's conv is folded with its batch norm by freeze: neither value exists in the
+  // target, so the first observable divergent layer is block1's relu, and the perturbed
+  // conv is named first among the not-observable layers feeding it.
+  LocalizeRequest folded = request("frozen", false);
+  folded.target_model_path = testing::save_tier2_model(m_dir.path(), "bn_folded.pt", "block1.conv.weight", 1.05);
+  Localization result = localize_request(folded, m_input);
+  EXPECT_EQ(bare(result.first_divergent), "block1.relu/aten::relu_#1");
+  ASSERT_EQ(result.fused_before.size(), 2u);
+  EXPECT_EQ(bare(result.fused_before[0]), "block1.conv/aten::conv2d#1");
+  EXPECT_EQ(bare(result.fused_before[1]), "block1.bn/aten::batch_norm#1");
+  EXPECT_EQ(layer(result, "stem.relu/aten::relu_#1").status, LayerStatus::k_ok);
+}
+
 TEST_F(Tier2LocalizeTest, CleanModelRaisesNoAlarm) {
   for (const char* target : {"onednn_off", "channels_last", "threads_2", "frozen", "frozen_exact", "optimized"}) {
     Localization result = localize_request(request(target, false), m_input);
