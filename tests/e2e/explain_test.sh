@@ -4,6 +4,13 @@
 source "$(dirname "$0")/lib.sh"
 tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
 
+if [[ "${DRIFTGATE_WITH_TORCH:-1}" != 1 ]]; then
+  expect_exit 2 "explain in a build without LibTorch" -- "$DRIFTGATE" explain 'a/b/c~d/out' x.yaml
+  expect_contains "$work/stderr" "built without LibTorch" "it says why"
+  finish
+  exit
+fi
+
 expect_exit 0 "explain --help" -- "$DRIFTGATE" explain --help
 expect_contains "$work/stdout" "driftgate explain 'resnet18_oracle/scene0/cpu_fp32~xnnpack/out'" "--help shows an example"
 expect_exit 2 "explain without arguments" -- "$DRIFTGATE" explain
@@ -11,11 +18,6 @@ expect_exit 2 "explain with a malformed check id" -- "$DRIFTGATE" explain 'resne
 expect_contains "$work/stderr" "is not a check id; expected <experiment>/<input>/<reference>~<target>/<output>" \
   "the message says what a check id looks like"
 
-if [[ "${DRIFTGATE_WITH_TORCH:-1}" != 1 ]]; then
-  expect_exit 2 "explain in a build without LibTorch" -- "$DRIFTGATE" explain 'a/b/c~d/out' x.yaml
-  expect_contains "$work/stderr" "built without LibTorch" "it says why"
-  finish
-fi
 : "${TEST_MODELS:?set TEST_MODELS to the folder tools/export_models.py test wrote}"
 
 cp "$TEST_MODELS/tiny_conv.pt" "$work/tiny.pt"
