@@ -475,7 +475,10 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
             }
           }
         }
-        return ExperimentRun(variant, subset, options, log).run();
+        // A search over fallbacks: no tier-2 localization for each try.
+        Experiment quiet = variant;
+        quiet.activations = Activations::k_off;
+        return ExperimentRun(quiet, subset, options, log).run();
       };
       mitigate_failures(slice[e], records, run_variant, log);
     }
