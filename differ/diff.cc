@@ -1,6 +1,7 @@
 #include "differ/diff.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -17,8 +18,13 @@ struct ClassName {
 };
 
 constexpr ClassName k_class_names[] = {
-    {DiffClass::k_regressed, "regressed"},   {DiffClass::k_crashed, "crashed"}, {DiffClass::k_missing, "missing"},
-    {DiffClass::k_drift_grew, "drift_grew"}, {DiffClass::k_new, "new"},         {DiffClass::k_fixed, "fixed"},
+    {DiffClass::k_regressed, "regressed"},
+    {DiffClass::k_crashed, "crashed"},
+    {DiffClass::k_missing, "missing"},
+    {DiffClass::k_drift_grew, "drift_grew"},
+    {DiffClass::k_task_changed, "task_changed"},
+    {DiffClass::k_new, "new"},
+    {DiffClass::k_fixed, "fixed"},
     {DiffClass::k_unchanged, "unchanged"},
 };
 
@@ -40,6 +46,27 @@ bool drift_grew(const CheckRecord& before, const CheckRecord& after, const DiffO
   return now > options.drift_floor && now > was * options.drift_factor;
 }
 
+// Tier-3 metrics that are the answer itself (counts and agreement fractions), not numeric drift.
+bool task_changed(const CheckRecord& before, const CheckRecord& after) {
+  if (!before.task || !after.task || before.status != after.status) {
+    return false;
+  }
+  static const char* const k_answer_metrics[] = {
+      "top1_agreement",    "topk_overlap", "flips",           "tie_swaps",       "reference_detections",
+      "target_detections", "matched",      "map50",           "pixel_agreement", "miou",
+      "confident_flips",   "tie_flips",    "matched_fraction"};
+  for (const char* name : k_answer_metrics) {
+    auto was = before.task->metrics.find(name);
+    auto now = after.task->metrics.find(name);
+    const bool had = was != before.task->metrics.end();
+    const bool has = now != after.task->metrics.end();
+    if (had != has || (had && std::fabs(was->second - now->second) > 1e-12)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 DiffClass classify(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
   bool failed_before = is_failure(before.status);
   bool fails_now = is_failure(after.status);
@@ -54,6 +81,9 @@ DiffClass classify(const CheckRecord& before, const CheckRecord& after, const Di
   }
   if (drift_grew(before, after, options)) {
     return DiffClass::k_drift_grew;
+  }
+  if (task_changed(before, after)) {
+    return DiffClass::k_task_changed;
   }
   return DiffClass::k_unchanged;
 }

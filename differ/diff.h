@@ -6,6 +6,8 @@
 //   crashed     the baseline failed with fail_*, the run now errors (a worse failure)
 //   missing     in the baseline only: a check silently disappeared
 //   drift_grew  both pass, but max_abs grew by more than the drift factor (and above a floor)
+//   task_changed  a tier-3 check keeps its status, but the answer moved: an agreement metric
+//               (top-1 agreement, flips, matched detections, mAP, pixel agreement, mIoU, ...) differs
 //   new         in the run only
 //   fixed       the baseline failed, the run passes
 //   unchanged   anything else (also failing -> failing and pass <-> skipped, with a note)
@@ -32,6 +34,7 @@ enum class DiffClass {
   k_crashed,
   k_missing,
   k_drift_grew,
+  k_task_changed,
   k_new,
   k_fixed,
   k_unchanged,

@@ -77,6 +77,9 @@ void render_counts(std::ostream& out, const Report& report) {
   out << "\n| class | checks | gates |\n|:--|--:|:--|\n";
   for (DiffClass diff_class : all_diff_classes()) {
     bool gated = report.policy.gated.count(diff_class) != 0;
+    if (diff_class == DiffClass::k_task_changed && !gated && report.diff->count(diff_class) == 0) {
+      continue;  // only suites with tier-3 checks can have it: other tables stay as they were
+    }
     out << "| " << to_label(diff_class) << " | " << report.diff->count(diff_class) << " | " << (gated ? "yes" : "no")
         << " |\n";
   }

@@ -182,6 +182,25 @@ TEST(Diff, OnlyUngatedClassesPassTheGate) {
   EXPECT_EQ(gated_classes_present(result, strict), std::vector<DiffClass>{DiffClass::k_drift_grew});
 }
 
+TEST(Diff, ATaskAnswerThatMovesWithoutAStatusChangeIsTaskChanged) {
+  using S = CheckStatus;
+  auto task_check = [](const std::string& input, double agreement, double mean_iou) {
+    CheckRecord check = make_check(input, S::k_pass, std::nullopt);
+    check.task =
+        TaskResult{"detection", "anchors+nms=stable", {{"matched_fraction", agreement}, {"mean_iou", mean_iou}}, {}};
+    return check;
+  };
+  RunFile baseline =
+      make_run(k_sha, make_environment(), {task_check("moved", 1.0, 0.99), task_check("drifted", 1.0, 0.99)});
+  RunFile run =
+      make_run(k_sha, make_environment(), {task_check("moved", 0.98, 0.99), task_check("drifted", 1.0, 0.97)});
+  DiffResult result = diff_runs(run, baseline);
+  EXPECT_EQ(result.count(DiffClass::k_task_changed), 1);  // mean IoU alone is drift, not a changed answer
+  EXPECT_EQ(result.count(DiffClass::k_unchanged), 1);
+  EXPECT_EQ(gate_exit_code(result, GatePolicy{}), ExitCode::k_ok);  // reported, not gated by default
+  EXPECT_EQ(to_label(DiffClass::k_task_changed), "task changed");
+}
+
 TEST(Diff, AMissingCheckAloneFailsTheGate) {
   RunFile baseline = make_run(k_sha, make_environment(),
                               {make_check("kept", CheckStatus::k_pass), make_check("gone", CheckStatus::k_pass)});
@@ -239,7 +258,7 @@ TEST(Diff, ClassNames) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "unknown diff class 'regresed'; known classes: regressed, crashed, missing, drift_grew, "
-                 "new, fixed, unchanged");
+                 "task_changed, new, fixed, unchanged");
   }
 }
 

@@ -80,7 +80,7 @@ TEST(GatePolicy, UnknownKeysAndClassesArePositionedErrorsWithSuggestions) {
             "experiments, allow)");
   EXPECT_EQ(error_of("gate: [regresed, crashed]\n"),
             "policy.yaml:1:8: unknown diff class 'regresed' in gate; did you mean 'regressed'? (one of: regressed, "
-            "crashed, missing, drift_grew, new, fixed, unchanged)");
+            "crashed, missing, drift_grew, task_changed, new, fixed, unchanged)");
   EXPECT_EQ(error_of("allow:\n  - check: x\n    ownr: a\n"),
             "policy.yaml:3:5: unknown key 'ownr' in an allowlist entry; did you mean 'owner'? (known: check, owner, "
             "reason, expires)");

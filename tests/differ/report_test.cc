@@ -220,6 +220,7 @@ TEST(JsonReport, FieldsAndOrderArePinned) {
                                             {"crashed", 0},
                                             {"missing", 0},
                                             {"drift_grew", 0},
+                                            {"task_changed", 0},
                                             {"new", 0},
                                             {"fixed", 1},
                                             {"unchanged", 1}}));
