@@ -26,6 +26,8 @@ fi
 # python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
 packages+=(python3-jsonschema python3-yaml)
 packages+=(chromium)  # tests/e2e/trend_screenshot_test.sh renders the trend report in headless Chromium
+packages+=(clang libclang-rt-14-dev)  # tools/fuzz.sh: libFuzzer targets with ASan + UBSan (clang 14)
+packages+=(time)  # bench/: GNU time for peak memory
 packages+=(rsync)  # tests/ci/gitlab_ci_local_test.sh: gitlab-ci-local (npm) copies the project with rsync
 
 missing=()
