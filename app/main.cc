@@ -1,5 +1,6 @@
 // driftgate: guards deep-learning models against cross-backend drift.
 // main() only dispatches a subcommand from the table and maps errors to exit codes.
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -51,7 +52,15 @@ int main(int argc, char** argv) {
       continue;
     }
     try {
-      return command.run(context);
+      int code = command.run(context);
+      // A summary that never reached its reader (a full disk, a closed pipe) is not success.
+      std::cout.flush();
+      if (!std::cout) {
+        std::cerr << "error: cannot write to standard output (" << std::strerror(errno)
+                  << "); the output is incomplete\n";
+        return to_int(ExitCode::k_error);
+      }
+      return code;
     } catch (const driftgate::Error& e) {
       std::cerr << "error: " << e.what() << "\n";
       return to_int(ExitCode::k_error);

@@ -66,6 +66,18 @@ expect_exit 2 "diff --report /dev/full exits 2" -- "$DRIFTGATE" diff "$work/new.
 expect_contains "$work/stderr" "error: /dev/full: cannot write (No space left on device)" "/dev/full is named"
 unchanged "report to /dev/full"
 
+# Standard output on a full device: the listing is lost, so the exit code must say so.
+checks=$((checks + 1))
+"$DRIFTGATE" baseline list --store "$store" >/dev/full 2>"$work/stderr"
+code=$?
+if [[ $code -eq 2 ]] && grep -qF "error: cannot write to standard output (No space left on device)" "$work/stderr"; then
+  echo "ok: stdout on /dev/full exits 2 and says so"
+else
+  failures=$((failures + 1))
+  echo "FAIL: stdout on /dev/full: exit $code"
+  cat "$work/stderr"
+fi
+
 # A read-only store: needs a private mount namespace (unprivileged user namespaces, or root).
 read_only() {
   local dir=$1
