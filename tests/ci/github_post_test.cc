@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -168,6 +169,23 @@ TEST_F(GithubPostTest, TheFakeRejectsWhatGithubWouldReject) {
                                "per_page is at most 100", "PUT /repos/octo/app/issues/comments/1: no such operation"}) {
     EXPECT_NE(found.find(expected), std::string::npos) << expected << " not in " << found;
   }
+}
+
+TEST_F(GithubPostTest, DropThenServerErrorThenRateLimitStillLeavesExactlyOneComment) {
+  // All three faults in one post, over the real HTTP transport: the listing's reply is
+  // dropped, the create answers 500, the re-listing is rate limited.
+  server->drop_after_apply_next("GET /repos/octo/app/issues/2/comments");
+  server->fail_next("POST /repos/octo/app/issues/2/comments", 500, {}, R"({"message":"Server Error"})");
+  server->fail_next("GET /repos/octo/app/issues/2/comments", 429, {{"Retry-After", "2"}},
+                    R"({"message":"API rate limit exceeded"})");
+  post(failing());
+  EXPECT_EQ(server->comments(2).size(), 1U) << log.str();
+  EXPECT_EQ(server->requests("POST /repos/octo/app/issues/2/comments"), 2) << "the 500, then the create that lands";
+  EXPECT_EQ(server->requests("GET /repos/octo/app/issues/2/comments"), 4)
+      << "dropped, rate limited, listed, and re-listed after the 500 before creating again";
+  ASSERT_FALSE(clock.sleeps.empty());
+  EXPECT_NE(std::find(clock.sleeps.begin(), clock.sleeps.end(), milliseconds(2000)), clock.sleeps.end())
+      << "Retry-After is honoured; " << log.str();
 }
 
 TEST_F(GithubPostTest, PersistentFailureIsBoundedAndNamesTheCall) {
