@@ -1,5 +1,6 @@
 #include "ci/comment_body.h"
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -13,7 +14,8 @@ namespace {
 using Json = nlohmann::json;
 
 const char* const k_arrow = " \xE2\x86\x92 ";  // →
-const char* const k_classes[] = {"regressed", "crashed", "missing", "drift_grew", "new", "fixed", "unchanged"};
+const char* const k_classes[] = {"regressed",    "crashed", "missing", "drift_grew",
+                                 "task_changed", "new",     "fixed",   "unchanged"};
 
 std::string text_field(const Json& object, const char* name) {
   if (!object.is_object() || !object.contains(name) || !object[name].is_string()) {
@@ -38,7 +40,11 @@ std::string value_text(const Json& value) {
   return value.dump();
 }
 
-std::string label(const std::string& diff_class) { return diff_class == "drift_grew" ? "drift grew" : diff_class; }
+// "drift_grew" -> "drift grew", "task_changed" -> "task changed".
+std::string label(std::string diff_class) {
+  std::replace(diff_class.begin(), diff_class.end(), '_', ' ');
+  return diff_class;
+}
 
 std::string check_line(const Json& check) {
   std::string line = "- " + code_span(text_field(check, "id")) + " " + escape_text(label(text_field(check, "class"))) +
@@ -97,7 +103,11 @@ std::string render_head(const Json& report, const BodyOptions& options) {
   if (baseline.is_object()) {
     out << "\n| class | checks |\n|:--|--:|\n";
     for (const char* name : k_classes) {
-      out << "| " << label(name) << " | " << report["counts"].value(name, 0) << " |\n";
+      int count = report["counts"].value(name, 0);
+      if (count == 0 && std::string(name) == "task_changed") {
+        continue;  // only tier-3 suites have it; like the differ's own table
+      }
+      out << "| " << label(name) << " | " << count << " |\n";
     }
   }
   return out.str();

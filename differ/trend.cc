@@ -213,6 +213,25 @@ std::string format_commit_date(const CommitDetails& commit) {
   return buffer;
 }
 
+namespace {
+
+// Commits come oldest first, so a later commit's profile replaces an earlier one.
+void collect_layer_profiles(const std::string& env_key, size_t commit, const RunFile& run,
+                            std::map<std::pair<std::string, std::string>, LayerProfile>& profiles) {
+  for (const CheckRecord& check : run.checks) {
+    if (!check.localization || check.localization->profile.empty()) {
+      continue;
+    }
+    LayerProfile profile{env_key, check.id, commit, {}};
+    for (const Tier2Layer& layer : check.localization->profile) {
+      profile.layers.push_back({layer.name, layer.delta, layer.noise_floor});
+    }
+    profiles[{env_key, check.id}] = std::move(profile);
+  }
+}
+
+}  // namespace
+
 TrendData build_trend(const std::string& branch, std::vector<CommitDetails> commits, const BaselineStore& store,
                       const TrendOptions& options) {
   TrendData trend;
@@ -237,6 +256,7 @@ TrendData build_trend(const std::string& branch, std::vector<CommitDetails> comm
     std::vector<std::string> list = store.shas(key);
     shas[key] = std::set<std::string>(list.begin(), list.end());
   }
+  std::map<std::pair<std::string, std::string>, LayerProfile> newest_profiles;  // by (env key, check id)
   std::map<std::string, Environment> previous;
   for (size_t c = 0; c < trend.commits.size(); ++c) {
     std::map<std::string, Environment> current;
@@ -250,6 +270,7 @@ TrendData build_trend(const std::string& branch, std::vector<CommitDetails> comm
       }
       auto it = builders.try_emplace(key, key, options.sweep_points).first;
       it->second.add(c, *run);
+      collect_layer_profiles(key, c, *run, newest_profiles);
       current[key] = run->header.environment;
       ++trend.baselines;
     }
@@ -260,6 +281,9 @@ TrendData build_trend(const std::string& branch, std::vector<CommitDetails> comm
   }
   for (auto& [key, builder] : builders) {
     trend.envs.push_back(builder.finish());
+  }
+  for (auto& [key, profile] : newest_profiles) {
+    trend.layers.push_back(std::move(profile));
   }
   for (const auto& env : trend.envs) {
     find_steps(env, options, trend.steps);

@@ -67,12 +67,13 @@ struct EnvironmentMarker {
   std::string description;  // "onednn 2.6.3 -> 3.1"
 };
 
-// Tier-2 per-layer errors of one check on one commit. Records carry no per-layer
-// profile yet (core/record.h has no `layers` field): build_trend leaves
-// TrendData::layers empty and the renderers say so; they draw these once it fills.
+// Tier-2 per-layer errors of one check on one commit, from the check's
+// `localization.profile` (core/tier2_profile.h). build_trend keeps, per environment
+// and check, the profile of the newest commit that carries one.
 struct LayerError {
   std::string layer;
-  double max_abs = 0.0;
+  double delta = 0.0;        // range-normalized error: max |target - reference| / range(reference)
+  double noise_floor = 0.0;  // the same metric for fp32 against the float64 oracle; 0 without oracle
 };
 struct LayerProfile {
   std::string env_key;

@@ -40,22 +40,32 @@ std::string layer_chart(const TrendData& trend, const LayerProfile& profile) {
   chart.title = profile.check_id + " at " + short_sha(trend.commits[profile.commit].sha) + " (environment " +
                 profile.env_key + ")";
   chart.x_label = "layer (network order)";
-  chart.y_label = "max abs error";
+  chart.y_label = "range-normalized error";
   chart.log_y = true;
   chart.height = 260;
   ChartSeries series;
-  series.name = profile.check_id;
+  series.name = "target vs reference";
   series.color = series_color(0);
+  ChartSeries floor;
+  floor.name = "fp32 noise floor (vs float64)";
+  floor.color = series_color(1);
   for (size_t i = 0; i < profile.layers.size(); ++i) {
     const LayerError& layer = profile.layers[i];
-    series.points.push_back({static_cast<double>(i), std::max(layer.max_abs, 1e-12),
-                             layer.layer + ": max_abs " + short_number(layer.max_abs)});
+    series.points.push_back(
+        {static_cast<double>(i), std::max(layer.delta, 1e-12), layer.layer + ": error " + short_number(layer.delta)});
+    if (layer.noise_floor > 0.0) {
+      floor.points.push_back({static_cast<double>(i), std::max(layer.noise_floor, 1e-12),
+                              layer.layer + ": noise floor " + short_number(layer.noise_floor)});
+    }
     size_t stride = profile.layers.size() / 10 + 1;
     if (i % stride == 0) {
       chart.x_ticks.emplace_back(static_cast<double>(i), layer.layer);
     }
   }
   chart.series.push_back(std::move(series));
+  if (!floor.points.empty()) {
+    chart.series.push_back(std::move(floor));
+  }
   return render_svg(chart);
 }
 

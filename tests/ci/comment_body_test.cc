@@ -35,6 +35,19 @@ TEST(CommentBody, SummaryFirstThenWorstThenDetails) {
   EXPECT_EQ(body.find("Truncated"), std::string::npos);
 }
 
+TEST(CommentBody, TaskChangedIsCountedAndListedOnlyWhenPresent) {
+  auto report = make_report("pass", {report_check("m/in/cpu_fp32~cpu_bf16/task:classification", "task_changed", false),
+                                     report_check("m/in/cpu_fp32~frozen/out", "unchanged", false)});
+  std::string body = render_comment_body(report, BodyOptions{"<!-- m -->", "", ""});
+  EXPECT_EQ(body.rfind("<!-- m -->\n### driftgate: PASS \\- 1 task changed\n", 0), 0U) << body;
+  EXPECT_NE(body.find("| task changed | 1 |"), std::string::npos) << body;
+  EXPECT_NE(body.find("`m/in/cpu_fp32~cpu_bf16/task:classification` task changed"), std::string::npos) << body;
+
+  std::string plain = render_comment_body(make_report("pass", {report_check("m/in/a~b/out", "unchanged", false)}),
+                                          BodyOptions{"<!-- m -->", "", ""});
+  EXPECT_EQ(plain.find("task changed"), std::string::npos) << plain;
+}
+
 TEST(CommentBody, NamesFromResultsCannotMentionInjectHtmlOrLinks) {
   std::string evil_id = "x/@admin <img src=x onerror=alert(1)>/[y](https://evil.example)`~`/o";
   auto check = report_check(evil_id, "regressed", true, "</details> @team ``` boom");

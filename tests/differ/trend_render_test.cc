@@ -84,11 +84,13 @@ TEST(TrendHtmlTest, DrawsPerLayerCurvesWhenProfilesExist) {
   trend.layers.push_back({trend.envs[0].env_key,
                           "m/<in>/cpu_fp32~frozen/out",
                           2,
-                          {{"conv1", 1e-7}, {"layer1.0.bn<1>", 1e-5}, {"fc", 1e-3}}});
+                          {{"conv1", 1e-7, 1e-8}, {"layer1.0.bn<1>", 1e-5, 0.0}, {"fc", 1e-3, 2e-7}}});
   std::string html = render_trend_html(trend, TrendHtmlOptions{});
   EXPECT_EQ(count(html, "<svg"), 4u);
   EXPECT_EQ(html.find("no per-layer curves to draw"), std::string::npos);
-  EXPECT_NE(html.find("layer1.0.bn&lt;1&gt;: max_abs 1e-05"), std::string::npos);
+  EXPECT_NE(html.find("layer1.0.bn&lt;1&gt;: error 1e-05"), std::string::npos);
+  EXPECT_NE(html.find("fc: noise floor 2e-07"), std::string::npos);
+  EXPECT_EQ(html.find("layer1.0.bn&lt;1&gt;: noise floor"), std::string::npos) << "a zero floor is not drawn";
   EXPECT_NE(html.find(">conv1</text>"), std::string::npos);
 }
 

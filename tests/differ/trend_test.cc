@@ -140,6 +140,41 @@ TEST_F(TrendTest, SweepComesFromTheNewestBaseline) {
   EXPECT_DOUBLE_EQ(b.configured_atol, Tolerance{}.atol);
 }
 
+TEST(TrendLayersTest, KeepsTheNewestTier2ProfilePerCheck) {
+  TempDir dir;
+  DirectoryStore store(dir.path());
+  Environment environment = make_environment("1", "2.6.3");
+  for (size_t c = 0; c < 4; ++c) {
+    std::vector<CheckRecord> checks{make_check("in0", CheckStatus::k_fail_numeric, 1e-3),
+                                    make_check("in1", CheckStatus::k_pass, 1e-7)};
+    if (c == 1 || c == 2) {  // commit 3 has no profile: the one of commit 2 is the newest
+      Localization localization;
+      localization.alignment = "position";
+      localization.layers = 2;
+      localization.observed = 2;
+      localization.coverage = 1.0;
+      localization.profile.push_back({"conv1/aten::_convolution#1 (conv.py:459)"});
+      localization.profile.back().delta = 1e-4 * double(c);
+      localization.profile.back().noise_floor = 1e-7;
+      localization.profile.push_back({"fc/aten::linear#1 (linear.py:114)"});
+      localization.profile.back().delta = 1e-3;
+      checks[0].localization = localization;
+    }
+    store.save(make_run(fake_sha(c), environment, checks));
+  }
+  TrendData trend = build_trend("main", fake_commits(4), store, TrendOptions{});
+  ASSERT_EQ(trend.layers.size(), 1u) << "only the check that carries a profile";
+  const LayerProfile& profile = trend.layers[0];
+  EXPECT_EQ(profile.check_id, make_check_id("exp", "in0", "cpu_fp32", "onednn_off", "out"));
+  EXPECT_EQ(profile.env_key, environment.key());
+  EXPECT_EQ(trend.commits[profile.commit].sha, fake_sha(2));
+  ASSERT_EQ(profile.layers.size(), 2u);
+  EXPECT_EQ(profile.layers[0].layer, "conv1/aten::_convolution#1 (conv.py:459)");
+  EXPECT_DOUBLE_EQ(profile.layers[0].delta, 2e-4);
+  EXPECT_DOUBLE_EQ(profile.layers[0].noise_floor, 1e-7);
+  EXPECT_DOUBLE_EQ(profile.layers[1].delta, 1e-3);
+}
+
 TEST(SweepCurveTest, CountsThresholdsAtOrBelowEachAtol) {
   SweepCurve curve = make_sweep_curve("frozen", {1e-4, 1e-6, std::numeric_limits<double>::infinity()}, 41);
   ASSERT_EQ(curve.atol.size(), 41u);
