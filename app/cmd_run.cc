@@ -69,6 +69,8 @@ const CommandHelp k_help{
     "record per check (inputs x targets x outputs; a target that aborts, segfaults, exceeds timeout_s or\n"
     "cannot run here still gets its records: crash_ref, crash_target, timeout, skipped) and a summary.\n"
     "Progress, with each target's error against the reference and against float64, goes to stderr.\n"
+    "Tier 2 (the experiment's `activations:`, default on_failure; always; off): every failing check gets\n"
+    "a localization, the per-layer error profile and the first divergent layer (driftgate explain).\n"
     "An experiment with a `task:` section also gets tier-3 checks (output task:classification,\n"
     "task:detection[stable|native], task:segmentation; status fail_task when the answer changed).\n"
     "--mitigate: for each failing target, tries fp32, onednn_off, contiguous, eager and stable_nms alone\n"
