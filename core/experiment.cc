@@ -32,9 +32,8 @@ constexpr EnumName<DType> k_dtypes[] = {{DType::k_float32, "float32"},
                                         {DType::k_float16, "float16"}};
 constexpr EnumName<MemoryFormat> k_formats[] = {{MemoryFormat::k_contiguous, "contiguous"},
                                                 {MemoryFormat::k_channels_last, "channels_last"}};
-constexpr EnumName<Activations> k_activations[] = {{Activations::k_on_failure, "on_failure"},
-                                                  {Activations::k_always, "always"},
-                                                  {Activations::k_off, "off"}};
+constexpr EnumName<Activations> k_activations[] = {
+    {Activations::k_on_failure, "on_failure"}, {Activations::k_always, "always"}, {Activations::k_off, "off"}};
 constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},
                                             {GraphMode::k_frozen, "frozen"},
                                             {GraphMode::k_optimized, "optimized"},
@@ -83,8 +82,8 @@ class Reader {
       }
       const std::string key = pair.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        fail(pair.first.Mark(), "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) +
-                                    " (allowed: " + join(allowed) + ")");
+        fail(pair.first.Mark(),
+             "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (allowed: " + join(allowed) + ")");
       }
       if (!seen.insert(key).second) {
         fail(pair.first.Mark(), "duplicate key '" + key + "' in " + what);
@@ -136,8 +135,8 @@ class Reader {
       fail(node.Mark(), what + " must be a whole number, got '" + text + "'");
     }
     if (value < low || value > high) {
-      fail(node.Mark(), what + " must be between " + std::to_string(low) + " and " + std::to_string(high) +
-                            ", got " + text);
+      fail(node.Mark(),
+           what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " + text);
     }
     return value;
   }
@@ -161,8 +160,8 @@ class Reader {
       }
       names.push_back(entry.name);
     }
-    fail(node.Mark(), "unknown " + what + " '" + text + "'" + did_you_mean(text, names) + " (one of: " +
-                          join(names) + ")");
+    fail(node.Mark(),
+         "unknown " + what + " '" + text + "'" + did_you_mean(text, names) + " (one of: " + join(names) + ")");
   }
 
   const YAML::Node& sequence(const YAML::Node& node, const std::string& what, size_t min_size) const {
@@ -170,8 +169,8 @@ class Reader {
       fail(node.Mark(), what + " must be a list, got " + kind(node));
     }
     if (node.size() < min_size) {
-      fail(node.Mark(), what + " must have at least " + std::to_string(min_size) + " entr" +
-                            (min_size == 1 ? "y" : "ies"));
+      fail(node.Mark(),
+           what + " must have at least " + std::to_string(min_size) + " entr" + (min_size == 1 ? "y" : "ies"));
     }
     return node;
   }
@@ -179,8 +178,7 @@ class Reader {
   std::array<double, 3> triple(const YAML::Node& node, const std::string& what) const {
     sequence(node, what, 1);
     if (node.size() != 3) {
-      fail(node.Mark(), what + " must have exactly 3 values (one per RGB channel), got " +
-                            std::to_string(node.size()));
+      fail(node.Mark(), what + " must have exactly 3 values (one per RGB channel), got " + std::to_string(node.size()));
     }
     return {number(node[0], what), number(node[1], what), number(node[2], what)};
   }
@@ -214,20 +212,22 @@ class Reader {
   std::string m_path;
 };
 
-const std::vector<std::string> k_experiment_keys = {"name",     "model",     "inputs",  "reference", "targets",
-                                                    "backends", "tolerance", "repeats", "oracle",  "timeout_s", "activations",
-                                                    "task"};
+const std::vector<std::string> k_experiment_keys = {"name",    "model",     "inputs",      "reference",
+                                                    "targets", "backends",  "tolerance",   "repeats",
+                                                    "oracle",  "timeout_s", "activations", "task"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
-const std::vector<std::string> k_backend_keys = {"base",    "device",   "dtype",
-                                                 "memory_format", "onednn", "threads",
-                                                 "graph",   "autocast", "optimize_numerics",
-                                                 "tf32",    "description"};
+const std::vector<std::string> k_backend_keys = {"base",       "device", "dtype",    "memory_format",     "onednn",
+                                                 "threads",    "graph",  "autocast", "optimize_numerics", "tf32",
+                                                 "description"};
 const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol"};
 
-void require_file(const Reader& reader, const YAML::Node& node, const std::string& what,
-                  const std::string& resolved, const std::string& hint) {
+void require_file(const Reader& reader, const YAML::Node& node, const std::string& what, const std::string& resolved,
+                  const std::string& hint) {
   std::error_code ec;
+  if (std::filesystem::is_directory(resolved, ec)) {
+    reader.fail(node.Mark(), what + " '" + node.Scalar() + "' is a directory (" + resolved + "), not a file" + hint);
+  }
   if (!std::filesystem::is_regular_file(resolved, ec)) {
     reader.fail(node.Mark(), what + " '" + node.Scalar() + "' not found (looked for " + resolved + ")" + hint);
   }
@@ -240,7 +240,8 @@ InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::s
   const bool has_image = static_cast<bool>(node["image"]);
   const bool has_random = static_cast<bool>(node["random"]);
   if (has_image == has_random) {
-    reader.fail(node.Mark(), "input '" + input.name + "' needs exactly one of 'image' (a file) or 'random' (a seeded tensor)");
+    reader.fail(node.Mark(),
+                "input '" + input.name + "' needs exactly one of 'image' (a file) or 'random' (a seeded tensor)");
   }
   if (has_random) {
     for (const char* key : {"resize", "mean", "std"}) {
@@ -262,8 +263,8 @@ InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::s
       input.random.shape.push_back(size);
     }
     if (random["seed"]) {
-      input.random.seed = static_cast<uint64_t>(
-          reader.integer(random["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
+      input.random.seed =
+          static_cast<uint64_t>(reader.integer(random["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
     }
     if (random["distribution"]) {
       input.random.distribution = reader.choice(random["distribution"], "distribution", k_distributions);
@@ -349,14 +350,15 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
     spec.tf32 = reader.boolean(node["tf32"], "tf32");
   }
   if (spec.autocast && spec.device == Device::k_cpu && spec.dtype != DType::k_bfloat16) {
-    reader.fail(node.Mark(), "backend '" + name + "': CPU autocast in LibTorch 1.13 supports dtype bfloat16 only, got " +
+    reader.fail(node.Mark(), "backend '" + name +
+                                 "': CPU autocast in LibTorch 1.13 supports dtype bfloat16 only, got " +
                                  to_string(spec.dtype));
   }
   if (spec.autocast && spec.dtype == DType::k_float32) {
     reader.fail(node.Mark(), "backend '" + name + "': autocast needs a lower-precision dtype (bfloat16 or float16)");
   }
   spec.description = node["description"] ? reader.scalar(node["description"], "description")
-                                          : "custom backend defined in " + reader.location(node);
+                                         : "custom backend defined in " + reader.location(node);
   return spec;
 }
 
@@ -409,7 +411,8 @@ void parse_tolerance(const Reader& reader, const YAML::Node& tolerance, Experime
 
 Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
-    reader.fail(YAML::Mark::null_mark(), "the file is empty; an experiment needs at least name, model, inputs and targets");
+    reader.fail(YAML::Mark::null_mark(),
+                "the file is empty; an experiment needs at least name, model, inputs and targets");
   }
   reader.expect_map(root, "the experiment", k_experiment_keys);
   const std::string base_dir = parent_directory(reader.path());
@@ -477,8 +480,9 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
     experiment.oracle = reader.boolean(oracle, "oracle");
   }
   if (experiment.tolerance.rule == ToleranceRule::k_oracle && !experiment.oracle) {
-    reader.fail(root["oracle"].Mark(), "the oracle rule judges targets against the float64 oracle; remove "
-                                       "'oracle: false' or choose another rule");
+    reader.fail(root["oracle"].Mark(),
+                "the oracle rule judges targets against the float64 oracle; remove "
+                "'oracle: false' or choose another rule");
   }
   if (const YAML::Node timeout = root["timeout_s"]) {
     experiment.timeout_s = reader.number(timeout, "timeout_s");
@@ -522,9 +526,7 @@ class DocumentMarks : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
-    node(mark);
-  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { node(mark); }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     node(mark);
   }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/tolerance.h"
+#include "core/torchscript_archive.h"
 #include "runner/backend.h"
 #include "runner/backend_run.h"
 #include "runner/inputs.h"
@@ -81,8 +82,8 @@ Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& 
 // Runs one experiment; records come out in (input, target, output) order.
 class ExperimentRun {
  public:
-  ExperimentRun(const Experiment& experiment, const std::vector<at::Tensor>& inputs,
-                const RunnerOptions& options, std::ostream& log)
+  ExperimentRun(const Experiment& experiment, const std::vector<at::Tensor>& inputs, const RunnerOptions& options,
+                std::ostream& log)
       : m_experiment(experiment),
         m_inputs(inputs),
         m_source{experiment.config_path, experiment.model_path, options.threads},
@@ -122,11 +123,10 @@ class ExperimentRun {
     m_reference_results.resize(m_inputs.size());
     m_reference_errors.resize(m_inputs.size());
     m_reference_timed_out.resize(m_inputs.size(), false);
-    m_reference_run = m_backend_options.isolate
-                          ? std::move(m_isolated_runs[0])
-                          : run_backend(m_experiment.reference, m_source, m_inputs,
-                                        std::vector<bool>(m_inputs.size(), true), m_backend_options, nullptr,
-                                        &m_reference_instance);
+    m_reference_run = m_backend_options.isolate ? std::move(m_isolated_runs[0])
+                                                : run_backend(m_experiment.reference, m_source, m_inputs,
+                                                              std::vector<bool>(m_inputs.size(), true),
+                                                              m_backend_options, nullptr, &m_reference_instance);
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       InputRun& input = m_reference_run.inputs[i];
       if (!input.forwards) {
@@ -143,9 +143,7 @@ class ExperimentRun {
     }
   }
 
-  const BackendInstance* reference_instance() const {
-    return m_reference_instance ? &*m_reference_instance : nullptr;
-  }
+  const BackendInstance* reference_instance() const { return m_reference_instance ? &*m_reference_instance : nullptr; }
 
   // One forward of the oracle per input on which the reference ran; failures are
   // kept as text (a model may refuse float64) and only fail checks of the oracle rule.
@@ -243,10 +241,9 @@ class ExperimentRun {
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       wanted[i] = !reference_problem(i).has_value();
     }
-    BackendRun target =
-        m_backend_options.isolate
-            ? std::move(m_isolated_runs[(m_experiment.oracle ? 2 : 1) + t])
-            : run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
+    BackendRun target = m_backend_options.isolate
+                            ? std::move(m_isolated_runs[(m_experiment.oracle ? 2 : 1) + t])
+                            : run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (auto problem = reference_problem(i)) {
         fill(i, t, problem->first, problem->second);
@@ -334,8 +331,9 @@ class ExperimentRun {
     }
     char detail[192];
     if (worst_oracle) {
-      std::snprintf(detail, sizeof detail, " (max |a-b| %.3g vs reference; vs fp64: target %.3g, reference %.3g; %s vs %s)",
-                    worst_abs, worst_oracle->target_max_abs, worst_oracle->reference_max_abs,
+      std::snprintf(detail, sizeof detail,
+                    " (max |a-b| %.3g vs reference; vs fp64: target %.3g, reference %.3g; %s vs %s)", worst_abs,
+                    worst_oracle->target_max_abs, worst_oracle->reference_max_abs,
                     format_ms(forwards.median_ms).c_str(), format_ms(reference.median_ms).c_str());
     } else {
       std::snprintf(detail, sizeof detail, " (max |a-b| %.3g vs reference; %s vs %s)", worst_abs,
@@ -385,8 +383,8 @@ class ExperimentRun {
   }
 
   void log_line(size_t input, size_t target, const std::string& text) {
-    m_log << "[" << m_experiment.name << "] " << m_experiment.inputs[input].name << " "
-          << m_experiment.reference.name << "~" << m_experiment.targets[target].name << ": " << text << "\n";
+    m_log << "[" << m_experiment.name << "] " << m_experiment.inputs[input].name << " " << m_experiment.reference.name
+          << "~" << m_experiment.targets[target].name << ": " << text << "\n";
   }
 
   const Experiment& m_experiment;
@@ -396,13 +394,13 @@ class ExperimentRun {
   std::ostream& m_log;
   std::optional<BackendInstance> m_reference_instance;  // in-process runs only (for the aliasing check)
   BackendRun m_reference_run;
-  std::vector<BackendRun> m_isolated_runs;  // isolated: reference, oracle (if on), targets
-  std::vector<std::optional<Forwards>> m_reference_results;  // per input
-  std::vector<std::string> m_reference_errors;               // per input; "" when it ran
-  std::vector<bool> m_reference_timed_out;                   // per input
-  std::vector<std::string> m_reference_paths;                // leaves on the first input that ran
-  std::vector<std::optional<c10::IValue>> m_oracle_outputs;  // per input; empty when the oracle failed or is off
-  std::vector<std::string> m_oracle_errors;                  // per input; why the oracle has no output
+  std::vector<BackendRun> m_isolated_runs;                    // isolated: reference, oracle (if on), targets
+  std::vector<std::optional<Forwards>> m_reference_results;   // per input
+  std::vector<std::string> m_reference_errors;                // per input; "" when it ran
+  std::vector<bool> m_reference_timed_out;                    // per input
+  std::vector<std::string> m_reference_paths;                 // leaves on the first input that ran
+  std::vector<std::optional<c10::IValue>> m_oracle_outputs;   // per input; empty when the oracle failed or is off
+  std::vector<std::string> m_oracle_errors;                   // per input; why the oracle has no output
   std::vector<std::vector<std::vector<CheckRecord>>> m_grid;  // [input][target] -> records
 };
 
@@ -453,6 +451,11 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       run.header.experiments.push_back(make_header(experiments[index]));
       for (const auto& spec : experiment.inputs) {
         tensors.push_back(make_input(spec));
+      }
+      // A file that is no TorchScript archive at all is a config error, not a crash_ref.
+      std::string problem = torchscript_archive_problem(experiments[index].model_path);
+      if (!problem.empty()) {
+        throw Error("model file '" + experiments[index].model_path + "' " + problem);
       }
     } catch (const Error& e) {
       throw Error(experiment.config_path + ": " + e.what());

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/zip_writer.h"
+
 namespace driftgate::testing {
 namespace {
 
@@ -80,7 +82,12 @@ def forward(self, x):
 
 std::string save_broken_model(const std::string& dir) {
   std::string path = dir + "/broken.pt";
-  std::ofstream(path) << "this is not a zip archive";
+  // Shaped like a TorchScript archive (so the runner's pre-flight passes it), but its
+  // pickle is garbage: torch::jit::load fails, as on a model saved by a newer PyTorch.
+  std::ofstream(path, std::ios::binary) << test::make_zip(
+      {{"broken/data.pkl", "not a pickle"},
+       {"broken/code/__torch__/broken.py", "def forward(self, x):\n"},
+       {"broken/version", "3\n"}});
   return path;
 }
 
