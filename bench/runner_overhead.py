@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Prints driftgate run's overhead over plain forward passes of the same work.
 
-  /usr/bin/python3 bench/runner_overhead.py DRIFTGATE configs/*.yaml [--in-process]
+  /usr/bin/python3 bench/runner_overhead.py DRIFTGATE configs/*.yaml [--in-process] [--tier1-only]
 
 Runs `DRIFTGATE run CONFIGS -o <tmp> -q` and times it; then does the same work by hand
 with Debian's torch (the same LibTorch 1.13 underneath): per experiment, load every
@@ -11,6 +11,9 @@ optimize_for_mobile, oneDNN flag, threads) and run `repeats` forwards per input 
 the oracle), timing only that. Prints both wall times and their ratio (driftgate / plain);
 the ratio includes process start-up, input decoding, isolation, comparison and writing.
 Backends the runner skips (CUDA, float16 on the CPU, nnc_fused) are skipped here too.
+--tier1-only runs driftgate on copies of the configs (beside them, removed afterwards) with
+`activations: off`, so tier-2 localization of failing checks, which the plain side does not
+do, is left out of the ratio.
 Nothing is asserted: this is a measurement.
 """
 import os
@@ -107,12 +110,32 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     driftgate = sys.argv[1]
-    extra = [a for a in sys.argv[2:] if a.startswith("--")]
+    tier1_only = "--tier1-only" in sys.argv[2:]
+    extra = [a for a in sys.argv[2:] if a.startswith("--") and a != "--tier1-only"]
     configs = [a for a in sys.argv[2:] if not a.startswith("--")]
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        subprocess.run([driftgate, "run", *configs, "-o", os.path.join(tmp, "run.jsonl"), "-q", *extra], check=False)
-        runner = time.perf_counter() - start
+    copies = []
+    try:
+        run_configs = configs
+        if tier1_only:
+            for config in configs:
+                with open(config) as f:
+                    document = yaml.safe_load(f)
+                document["activations"] = "off"
+                handle, copy = tempfile.mkstemp(suffix=".yaml", prefix=".bench-", dir=os.path.dirname(config) or ".")
+                with os.fdopen(handle, "w") as f:
+                    yaml.safe_dump(document, f)
+                copies.append(copy)
+            run_configs = copies
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            subprocess.run([driftgate, "run", *run_configs, "-o", os.path.join(tmp, "run.jsonl"), "-q", *extra],
+                           check=False)
+            runner = time.perf_counter() - start
+    finally:
+        for copy in copies:
+            os.unlink(copy)
+    if tier1_only:
+        extra.append("--tier1-only")
     plain = sum(plain_work(c) for c in configs)
     print(f"driftgate run {' '.join(extra) or '(isolated)'}: {runner:.2f} s; plain loads + forwards: {plain:.2f} s; "
           f"overhead ratio {runner / plain:.2f}")
