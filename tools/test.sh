@@ -2,9 +2,10 @@
 # The whole test suite, on a fresh Debian 12 machine or a developer's:
 # installs what is missing, builds with LibTorch and runs every test (units and
 # end-to-end), then builds without LibTorch and runs the tests again, which proves
-# that differ/, ci/ and core/ never need it. Last, every libFuzzer target for 20 s from its
-# seed corpus under AddressSanitizer + UndefinedBehaviorSanitizer (build-fuzz/, tools/fuzz.sh).
-# The whole suite under the sanitizers is the `sanitize` job of .github/workflows/ci.yml.
+# that differ/, ci/ and core/ never need it. Then that torch-free suite once more under
+# AddressSanitizer (leaks included) + UndefinedBehaviorSanitizer (build-asan/), and last, every
+# libFuzzer target for 20 s from its seed corpus under both (build-fuzz/, tools/fuzz.sh).
+# The runner's tests under the sanitizers are the `sanitize` job of .github/workflows/ci.yml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -12,4 +13,9 @@ tools/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 tools/build.sh --no-torch
 ctest --test-dir build-notorch --output-on-failure -j"$(nproc)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFTGATE_WITH_TORCH=OFF \
+  -DDRIFTGATE_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j"$(nproc)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 tools/fuzz.sh 20
