@@ -1,5 +1,6 @@
 #include "ci/github_api.h"
 
+#include "ci/json_fields.h"
 #include "ci/markdown_escape.h"
 #include "ci/url.h"
 
@@ -17,25 +18,6 @@ Json parse_body(const HttpResponse& response, const std::string& what) {
                 "(https://api.github.com or https://HOST/api/v3)?");
   }
   return body;
-}
-
-// A member of a JSON object, or null when `object` is not an object or lacks it:
-// a server may answer anything, and nlohmann's value() throws on non-objects.
-Json field(const Json& object, const char* key) {
-  if (!object.is_object()) {
-    return Json();
-  }
-  auto it = object.find(key);
-  return it == object.end() ? Json() : *it;
-}
-
-std::string string_field(const Json& object, const char* key) {
-  Json value = field(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
-
-std::string id_text(const Json& value) {
-  return value.is_number_integer() ? std::to_string(value.get<long long>()) : "";
 }
 
 // The `permissions:` entry a call needs.
@@ -107,7 +89,7 @@ std::string next_link(const std::string& link_header) {
 
 std::string GithubApi::own_user_id() {
   Json user = parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user");
-  std::string id = id_text(field(user, "id"));
+  std::string id = json_id_text(json_field(user, "id"));
   if (id.empty()) {
     throw Error("GitHub API: GET /user has no numeric \"id\"; cannot tell our own comments from others'");
   }
@@ -127,11 +109,11 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
     }
     for (const auto& item : items) {
       ThreadComment comment;
-      comment.id = id_text(field(item, "id"));
+      comment.id = json_id_text(json_field(item, "id"));
       if (item.contains("user") && item["user"].is_object()) {
-        comment.author_id = id_text(field(item["user"], "id"));
+        comment.author_id = json_id_text(json_field(item["user"], "id"));
       }
-      comment.body = string_field(item, "body");
+      comment.body = json_string_field(item, "body");
       comments.push_back(std::move(comment));
     }
     std::string next = next_link(response.header("link").value_or(""));
@@ -144,7 +126,7 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
 std::string GithubApi::create_comment(int pr, const std::string& body) {
   HttpResponse response =
       m_client.send("POST", repo_url() + "/issues/" + std::to_string(pr) + "/comments", Json{{"body", body}}.dump());
-  return id_text(field(parse_body(response, "POST comment"), "id"));
+  return json_id_text(json_field(parse_body(response, "POST comment"), "id"));
 }
 
 void GithubApi::update_comment(const std::string& id, const std::string& body) {
@@ -177,15 +159,15 @@ GithubPull GithubApi::get_pull(int number) {
   std::string what = "GET pull " + std::to_string(number);
   Json pull = parse_body(m_client.send("GET", repo_url() + "/pulls/" + std::to_string(number)), what);
   GithubPull result;
-  Json number_field = field(pull, "number");
+  Json number_field = json_field(pull, "number");
   result.number = number_field.is_number_integer() ? number_field.get<int>() : 0;
-  result.state = string_field(pull, "state");
+  result.state = json_string_field(pull, "state");
   if (pull.contains("head") && pull["head"].is_object()) {
-    result.head_sha = string_field(pull["head"], "sha");
+    result.head_sha = json_string_field(pull["head"], "sha");
   }
   if (pull.contains("base") && pull["base"].is_object() && pull["base"].contains("repo") &&
       pull["base"]["repo"].is_object()) {
-    result.base_repo = string_field(pull["base"]["repo"], "full_name");
+    result.base_repo = json_string_field(pull["base"]["repo"], "full_name");
   }
   return result;
 }
@@ -196,7 +178,7 @@ std::vector<int> GithubApi::pulls_of_commit(const std::string& sha) {
   std::vector<int> numbers;
   if (pulls.is_array()) {
     for (const auto& pull : pulls) {
-      if (pull.is_object() && field(pull, "number").is_number_integer()) {
+      if (pull.is_object() && json_field(pull, "number").is_number_integer()) {
         numbers.push_back(pull["number"].get<int>());
       }
     }

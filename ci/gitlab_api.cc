@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ci/json_fields.h"
 #include "ci/markdown_escape.h"
 #include "ci/url.h"
 
@@ -17,25 +18,6 @@ Json parse_body(const HttpResponse& response, const std::string& what) {
     throw Error("GitLab API: " + what + ": the response is not JSON; is --api-url the v4 API root (CI_API_V4_URL)?");
   }
   return body;
-}
-
-// A member of a JSON object, or null when `object` is not an object or lacks it:
-// a server may answer anything, and nlohmann's value() throws on non-objects.
-Json field(const Json& object, const char* key) {
-  if (!object.is_object()) {
-    return Json();
-  }
-  auto it = object.find(key);
-  return it == object.end() ? Json() : *it;
-}
-
-std::string string_field(const Json& object, const char* key) {
-  Json value = field(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
-
-std::string id_text(const Json& value) {
-  return value.is_number_integer() ? std::to_string(value.get<long long>()) : "";
 }
 
 }  // namespace
@@ -63,7 +45,7 @@ GitlabApi::GitlabApi(ApiClient& client, std::string api_url, const std::string& 
     : m_client(client), m_api_url(std::move(api_url)), m_project_url(m_api_url + "/projects/" + url_encode(project)) {}
 
 std::string GitlabApi::own_user_id() {
-  std::string id = id_text(field(parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user"), "id"));
+  std::string id = json_id_text(json_field(parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user"), "id"));
   if (id.empty()) {
     throw Error("GitLab API: GET /user has no numeric \"id\"; cannot tell our own notes from others'");
   }
@@ -87,11 +69,11 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
     }
     for (const auto& item : items) {
       ThreadComment note;
-      note.id = id_text(field(item, "id"));
+      note.id = json_id_text(json_field(item, "id"));
       if (item.contains("author") && item["author"].is_object()) {
-        note.author_id = id_text(field(item["author"], "id"));
+        note.author_id = json_id_text(json_field(item["author"], "id"));
       }
-      note.body = string_field(item, "body");
+      note.body = json_string_field(item, "body");
       notes.push_back(std::move(note));
     }
     page = response.header("x-next-page").value_or("");
@@ -102,7 +84,7 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
 std::string GitlabApi::create_note(int mr, const std::string& body) {
   HttpResponse response = m_client.send("POST", m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes",
                                         Json{{"body", body}}.dump());
-  return id_text(field(parse_body(response, "POST note"), "id"));
+  return json_id_text(json_field(parse_body(response, "POST note"), "id"));
 }
 
 void GitlabApi::update_note(int mr, const std::string& id, const std::string& body) {
