@@ -26,7 +26,8 @@ namespace {
 const CommandHelp k_help{
     "driftgate post github|gitlab REPORT.json [options]",
     "Posts a diff report (driftgate diff --report FILE) on the pull or merge request: one sticky comment per\n"
-    "(--project, --key), found by a hidden marker and the token's own user and updated in place; the verdict\n"
+    "(--project, --key), found by a hidden marker and the token's own user and updated in place (GitHub: GET\n"
+    "/user's login; the Actions GITHUB_TOKEN, which GET /user refuses, writes as github-actions[bot]); the verdict\n"
     "as a commit status on the head commit (not GitHub's merge commit); on GitHub also a check run when the\n"
     "token is a GitHub App's (the Actions GITHUB_TOKEN is) and $GITHUB_STEP_SUMMARY when set.\n"
     "GitHub context: GITHUB_EVENT_PATH (pull_request or workflow_run payload), GITHUB_API_URL, GITHUB_REPOSITORY;\n"
@@ -72,7 +73,10 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       "token-env", po::value<std::string>(&token_env),
       "variable holding the token (default: GITHUB_TOKEN; DRIFTGATE_GITLAB_TOKEN for gitlab)")(
       "no-check-run", po::bool_switch(&no_check_run), "GitHub: commit status only, no check run")(
-      "connect-timeout", po::value<int>(&connect_s)->default_value(10), "seconds to connect (TCP and TLS)")(
+      "comment-author", po::value<std::string>(&request.settings.comment_author),
+      "GitHub: the login the token writes as (default: GET /user, else github-actions[bot]); "
+      "another GitHub App's token: APP-SLUG[bot]")("connect-timeout", po::value<int>(&connect_s)->default_value(10),
+                                                   "seconds to connect (TCP and TLS)")(
       "read-timeout", po::value<int>(&read_s)->default_value(30), "seconds to wait for response bytes")(
       "ca-file", po::value<std::string>(&request.ca_file), "PEM CA bundle for https (default: the system store)")(
       "dry-run", po::bool_switch(&request.dry_run), "print the requests (token redacted) instead of sending them")(
@@ -94,6 +98,15 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
   request.timeouts.read = std::chrono::seconds(read_s);
   request.timeouts.write = std::chrono::seconds(read_s);
   request.settings.check_run = !no_check_run;
+  if (variables.count("comment-author") != 0) {
+    if (request.system != "github") {
+      throw Error("--comment-author is for driftgate post github; GitLab's GET /user names every token's user");
+    }
+    if (!is_github_login(request.settings.comment_author)) {
+      throw Error("--comment-author '" + request.settings.comment_author +
+                  "': expected a GitHub login (1-39 letters, digits or hyphens), or APP-SLUG[bot] for a GitHub App");
+    }
+  }
   auto set = [&](const char* name, auto& target, const auto& value) {
     if (variables.count(name) != 0) {
       target = value;

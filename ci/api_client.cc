@@ -71,7 +71,8 @@ ApiError ApiClient::make_error(const HttpRequest& request, const HttpResponse& r
     message += ": " + advice;
   }
   bool server_error = response.status == 0 || response.status >= 500;
-  return ApiError(m_redactor.redact(message), response.status, server_error && !is_idempotent(request.method));
+  return ApiError(m_redactor.redact(message), response.status, server_error && !is_idempotent(request.method),
+                  is_missing_permission(response));
 }
 
 HttpResponse ApiClient::send(const std::string& method, const std::string& url, const std::string& body) {

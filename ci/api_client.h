@@ -24,16 +24,19 @@ namespace driftgate {
 
 class ApiError : public Error {
  public:
-  ApiError(const std::string& message, int status, bool maybe_applied)
-      : Error(message), m_status(status), m_maybe_applied(maybe_applied) {}
+  ApiError(const std::string& message, int status, bool maybe_applied, bool missing_permission = false)
+      : Error(message), m_status(status), m_maybe_applied(maybe_applied), m_missing_permission(missing_permission) {}
   int status() const { return m_status; }  // 0: no response
   // True when a non-idempotent call failed in a way that may have taken effect
   // (dropped connection, 5xx): the caller must re-read before trying again.
   bool maybe_applied() const { return m_maybe_applied; }
+  // True for a 403 "Resource not accessible by integration" (is_missing_permission).
+  bool missing_permission() const { return m_missing_permission; }
 
  private:
   int m_status;
   bool m_maybe_applied;
+  bool m_missing_permission;
 };
 
 // Service-specific advice for a failed call ("add `permissions: statuses: write`").

@@ -1,5 +1,8 @@
 #include "ci/github_api.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "ci/json_fields.h"
 #include "ci/markdown_escape.h"
 #include "ci/url.h"
@@ -35,6 +38,13 @@ std::string permission_for(const std::string& method, const std::string& url) {
 }
 
 }  // namespace
+
+std::string lower_login(std::string login) {
+  for (char& c : login) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return login;
+}
 
 HttpHeaders github_headers(const std::string& token) {
   return {{"Accept", "application/vnd.github+json"},
@@ -87,13 +97,34 @@ std::string next_link(const std::string& link_header) {
   return "";
 }
 
-std::string GithubApi::own_user_id() {
-  Json user = parse_body(m_client.send("GET", m_api_url + "/user"), "GET /user");
-  std::string id = json_id_text(json_field(user, "id"));
-  if (id.empty()) {
-    throw Error("GitHub API: GET /user has no numeric \"id\"; cannot tell our own comments from others'");
+bool is_github_login(const std::string& login) {
+  std::string name = login;
+  const std::string bot = "[bot]";
+  if (name.size() > bot.size() && name.compare(name.size() - bot.size(), bot.size(), bot) == 0) {
+    name.resize(name.size() - bot.size());
   }
-  return id;
+  return !name.empty() && name.size() <= 39 && name.front() != '-' && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+std::optional<std::string> GithubApi::authenticated_login() {
+  HttpResponse response;
+  try {
+    response = m_client.send("GET", m_api_url + "/user");
+  } catch (const ApiError& e) {
+    if (e.status() == 403 && e.missing_permission()) {
+      return std::nullopt;  // an installation token: GET /user is for users' tokens only
+    }
+    throw;
+  }
+  std::string login = lower_login(json_string_field(parse_body(response, "GET /user"), "login"));
+  if (login.empty()) {
+    throw Error(
+        "GitHub API: GET /user has no \"login\"; cannot tell our own comments from others' "
+        "(pass --comment-author LOGIN)");
+  }
+  return login;
 }
 
 std::vector<ThreadComment> GithubApi::list_comments(int pr) {
@@ -111,7 +142,7 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
       ThreadComment comment;
       comment.id = json_id_text(json_field(item, "id"));
       if (item.contains("user") && item["user"].is_object()) {
-        comment.author_id = json_id_text(json_field(item["user"], "id"));
+        comment.author = lower_login(json_string_field(item["user"], "login"));
       }
       comment.body = json_string_field(item, "body");
       comments.push_back(std::move(comment));

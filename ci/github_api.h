@@ -3,12 +3,19 @@
 // Operations follow GitHub's OpenAPI description (shared/api/github): issue
 // comments on the PR (list with per_page=100 and the Link header, create,
 // update), a commit status, a check run, a pull request and the PRs of a commit.
-// GET /user names the token's own user. Headers: Accept
+// GET /user names the token's own user when it is a user's (personal) token; a
+// GitHub App installation token, the Actions GITHUB_TOKEN included, gets a 403
+// "Resource not accessible by integration" there, and its comments are by the
+// app's bot user: github-actions[bot] for GITHUB_TOKEN. Comments are matched by
+// login, which (unlike the bot's numeric id) is the same on github.com and GitHub
+// Enterprise; logins compare case-insensitively, so they are kept in lower case.
+// Headers: Accept
 // application/vnd.github+json, X-GitHub-Api-Version 2022-11-28, a User-Agent,
 // Authorization: Bearer.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +25,15 @@
 namespace driftgate {
 
 inline constexpr const char* k_github_api_version = "2022-11-28";
+// The author of everything posted with the Actions GITHUB_TOKEN.
+inline constexpr const char* k_github_actions_login = "github-actions[bot]";
+
+// True for a GitHub login as --comment-author takes it: 1-39 letters, digits or
+// hyphens, optionally followed by "[bot]" (a GitHub App's bot user).
+bool is_github_login(const std::string& login);
+
+// A login in lower case (GitHub logins compare case-insensitively).
+std::string lower_login(std::string login);
 
 // The headers of every GitHub call.
 HttpHeaders github_headers(const std::string& token);
@@ -42,7 +58,12 @@ class GithubApi {
   GithubApi(ApiClient& client, std::string api_url, std::string repo)
       : m_client(client), m_api_url(std::move(api_url)), m_repo(std::move(repo)) {}
 
-  std::string own_user_id();
+  // GET /user's login in lower case, or nullopt when the token is a GitHub App
+  // installation token (403 "Resource not accessible by integration"). Other
+  // failures (401 bad token, ...) throw ApiError.
+  std::optional<std::string> authenticated_login();
+  // Every comment of the PR (per_page=100, following Link rel="next"); authors as
+  // lower-case logins.
   std::vector<ThreadComment> list_comments(int pr);
   std::string create_comment(int pr, const std::string& body);
   void update_comment(const std::string& id, const std::string& body);
@@ -63,11 +84,11 @@ class GithubApi {
   std::string m_repo;
 };
 
-// One PR's comments as a CommentThread.
+// One PR's comments as a CommentThread; `author` is the token's login (lower case).
 class GithubThread : public CommentThread {
  public:
-  GithubThread(GithubApi& api, int pr) : m_api(api), m_pr(pr) {}
-  std::string own_user_id() override { return m_api.own_user_id(); }
+  GithubThread(GithubApi& api, int pr, std::string author) : m_api(api), m_pr(pr), m_author(std::move(author)) {}
+  std::string own_author() override { return m_author; }
   std::vector<ThreadComment> list() override { return m_api.list_comments(m_pr); }
   std::string create(const std::string& body) override { return m_api.create_comment(m_pr, body); }
   void update(const std::string& id, const std::string& body) override { m_api.update_comment(id, body); }
@@ -75,6 +96,7 @@ class GithubThread : public CommentThread {
  private:
   GithubApi& m_api;
   int m_pr;
+  std::string m_author;
 };
 
 }  // namespace driftgate

@@ -1,6 +1,7 @@
 #include "ci/github_post.h"
 
 #include <filesystem>
+#include <optional>
 #include <ostream>
 
 #include "ci/comment_body.h"
@@ -18,6 +19,21 @@ std::string check_conclusion(const std::string& verdict) {
     return "failure";
   }
   return verdict == "pass" ? "success" : "neutral";
+}
+
+// Whose comments are ours: --comment-author, else GET /user's login, else (an
+// installation token, which GET /user refuses) the Actions bot.
+std::string comment_author(GithubApi& api, const PostSettings& settings, std::ostream& log) {
+  if (!settings.comment_author.empty()) {
+    return lower_login(settings.comment_author);
+  }
+  if (std::optional<std::string> login = api.authenticated_login()) {
+    return *login;
+  }
+  log << "driftgate post: the token is a GitHub App installation token (GET /user is not for it); our comments are "
+         "those by "
+      << k_github_actions_login << " (another app's token: pass --comment-author APP-SLUG[bot])\n";
+  return k_github_actions_login;
 }
 
 void append_step_summary(const std::string& path, const std::string& body) {
@@ -58,7 +74,7 @@ GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& t
   std::string key_shown = settings.key == "default" ? "" : settings.key;
 
   std::string body = render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_github_comment_budget});
-  GithubThread thread(api, result.pr);
+  GithubThread thread(api, result.pr, comment_author(api, settings, log));
   StickyResult sticky = upsert_sticky_comment(thread, marker, body, clock, policy);
   result.comment_created = sticky.created;
   result.comment_id = sticky.id;

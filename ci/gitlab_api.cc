@@ -71,7 +71,7 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
       ThreadComment note;
       note.id = json_id_text(json_field(item, "id"));
       if (item.contains("author") && item["author"].is_object()) {
-        note.author_id = json_id_text(json_field(item["author"], "id"));
+        note.author = json_id_text(json_field(item["author"], "id"));
       }
       note.body = json_string_field(item, "body");
       notes.push_back(std::move(note));

@@ -43,7 +43,7 @@ class GitlabApi {
 class GitlabThread : public CommentThread {
  public:
   GitlabThread(GitlabApi& api, int mr) : m_api(api), m_mr(mr) {}
-  std::string own_user_id() override { return m_api.own_user_id(); }
+  std::string own_author() override { return m_api.own_user_id(); }
   std::vector<ThreadComment> list() override { return m_api.list_notes(m_mr); }
   std::string create(const std::string& body) override { return m_api.create_note(m_mr, body); }
   void update(const std::string& id, const std::string& body) override { m_api.update_note(m_mr, id, body); }

@@ -12,6 +12,7 @@ struct PostSettings {
   std::string artifact_url;       // link to the full report ("" : the workflow run page when known)
   bool check_run = true;          // GitHub: also create a check run when the token can
   std::string step_summary_path;  // GitHub: $GITHUB_STEP_SUMMARY ("" : none)
+  std::string comment_author;     // GitHub: the token's login ("" : GET /user, else github-actions[bot])
 };
 
 // The status/check name: "driftgate", or "driftgate/KEY" for a non-default key.

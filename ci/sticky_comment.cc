@@ -25,7 +25,7 @@ std::optional<ThreadComment> find_ours(CommentThread& thread, const std::string&
   for (auto& comment : thread.list()) {
     // The marker must be the first line: a quote of our comment by someone else
     // is excluded by the author check, a mention of the marker text by the line check.
-    if (comment.author_id == user && comment.body.compare(0, marker.size(), marker) == 0) {
+    if (comment.author == user && comment.body.compare(0, marker.size(), marker) == 0) {
       return comment;
     }
   }
@@ -42,7 +42,10 @@ std::string sticky_marker(const std::string& project, const std::string& key) {
 
 StickyResult upsert_sticky_comment(CommentThread& thread, const std::string& marker, const std::string& body,
                                    Clock& clock, const RetryPolicy& policy, int rounds) {
-  std::string user = thread.own_user_id();
+  std::string user = thread.own_author();
+  if (user.empty()) {
+    throw Error("cannot tell whose comments are ours: the token's own user is unknown");
+  }
   for (int round = 0;; ++round) {
     if (std::optional<ThreadComment> ours = find_ours(thread, user, marker)) {
       thread.update(ours->id, body);

@@ -3,7 +3,10 @@
 //
 // A comment is ours when it carries the hidden marker line AND was written by the
 // token's own user: anyone can paste the marker into a comment, and that comment
-// must not be overwritten (nor can it be, with another user's id). Creating is the
+// must not be overwritten (nor can it be, with another user's token). Who the
+// token's user is depends on the service: GitLab's GET /user answers for every
+// token; GitHub's answers 403 for GitHub App installation tokens such as the
+// Actions GITHUB_TOKEN, whose comments are by the app's bot (see github_api.h). Creating is the
 // risky step: a create whose response was lost (dropped connection, 5xx) may have
 // happened, so instead of retrying the POST the thread is listed again and the
 // comment, if it now exists, is updated. Hence a retried create never leaves two.
@@ -19,7 +22,7 @@ namespace driftgate {
 
 struct ThreadComment {
   std::string id;
-  std::string author_id;
+  std::string author;  // as own_author() names the token's user: GitHub login, GitLab user id
   std::string body;
 };
 
@@ -27,7 +30,7 @@ struct ThreadComment {
 class CommentThread {
  public:
   virtual ~CommentThread() = default;
-  virtual std::string own_user_id() = 0;                    // the token's user
+  virtual std::string own_author() = 0;                     // the token's user, never empty
   virtual std::vector<ThreadComment> list() = 0;            // every page, oldest first
   virtual std::string create(const std::string& body) = 0;  // returns the new id; throws ApiError
   virtual void update(const std::string& id, const std::string& body) = 0;

@@ -72,6 +72,13 @@ TEST_F(CmdPostTest, DryRunPrintsTheRequestsWithTheTokenRedacted) {
   EXPECT_NE(result.out.find("driftgate-sticky project=octo/app key=linux"), std::string::npos);
 }
 
+TEST_F(CmdPostTest, CommentAuthorSkipsGetUser) {
+  Invocation result = post({"github", report, "--dry-run", "--comment-author", "my-app[bot]"}, github_env());
+  EXPECT_EQ(result.code, 0);
+  EXPECT_EQ(result.out.find("GET https://api.github.com/user\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("POST https://api.github.com/repos/octo/app/issues/12/comments"), std::string::npos);
+}
+
 TEST_F(CmdPostTest, GitlabDryRunUsesCiVariables) {
   Invocation result = post({"gitlab", report, "--dry-run"}, {{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"},
                                                              {"CI_PROJECT_ID", "group/proj"},
@@ -91,6 +98,11 @@ TEST_F(CmdPostTest, BadInputIsAnError) {
   EXPECT_THROW(post({"github", (dir / "missing.json").string()}, github_env()), Error);
   EXPECT_THROW(post({"github", report, "--key", "a b"}, github_env()), Error);
   EXPECT_THROW(post({"github", report, "--api-url", "http://example.com"}, github_env()), Error);
+  for (const char* author :
+       {"", "a b", "-lead", "app[bot][bot]", "x[bot]\n", "far-too-long-login-name-of-forty-chars-x"}) {
+    EXPECT_THROW(post({"github", report, "--dry-run", "--comment-author", author}, github_env()), Error) << author;
+  }
+  EXPECT_THROW(post({"gitlab", report, "--dry-run", "--comment-author", "octocat"}, github_env()), Error);
 }
 
 TEST_F(CmdPostTest, HelpDescribesBothSystems) {

@@ -50,15 +50,26 @@ FakeGithubServer::~FakeGithubServer() {
   }
 }
 
-void FakeGithubServer::set_own_user(long long id, const std::string& login) {
+void FakeGithubServer::set_token_owner(TokenKind kind, long long id, const std::string& login) {
   std::lock_guard<std::mutex> lock(m_mutex);
+  m_token_kind = kind;
   m_own_id = id;
   m_own_login = login;
 }
 
-void FakeGithubServer::add_comment(int pr, long long author_id, const std::string& body) {
+long long FakeGithubServer::own_id() const {
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_comments[pr].push_back(Comment{m_next_id++, author_id, body});
+  return m_own_id;
+}
+
+void FakeGithubServer::add_own_comment(int pr, const std::string& body) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_comments[pr].push_back(Comment{m_next_id++, m_own_id, m_own_login, body});
+}
+
+void FakeGithubServer::add_comment(int pr, long long author_id, const std::string& login, const std::string& body) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_comments[pr].push_back(Comment{m_next_id++, author_id, login, body});
 }
 
 void FakeGithubServer::add_pull(int number, const std::string& state, const std::string& head_sha,
@@ -133,7 +144,7 @@ Json FakeGithubServer::comment_json(const Comment& comment) const {
               {"html_url", "https://github.com/" + m_repo + "/pull/1#issuecomment-" + std::to_string(comment.id)},
               {"issue_url", base + "/1"},
               {"body", comment.body},
-              {"user", user_json(comment.author_id, comment.author_id == m_own_id ? m_own_login : "someone-else")},
+              {"user", user_json(comment.author_id, comment.author_login)},
               {"created_at", k_time},
               {"updated_at", k_time},
               {"author_association", "NONE"}};
@@ -225,12 +236,20 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
   Json body = Json::parse(request.body.empty() ? "null" : request.body, nullptr, false);
   auto not_found = [&] { reply(response, 404, Json{{"message", "Not Found"}}); };
   if (request.method == "GET" && path == "/user") {
+    if (m_token_kind == TokenKind::installation) {
+      // What github.com answers the Actions GITHUB_TOKEN (and any installation token).
+      reply(response, 403,
+            Json{{"message", "Resource not accessible by integration"},
+                 {"documentation_url", "https://docs.github.com/rest/users/users#get-the-authenticated-user"},
+                 {"status", "403"}});
+      return;
+    }
     reply(response, 200, user_json(m_own_id, m_own_login));
   } else if (std::regex_match(path, match, k_comments) && match[1] == m_repo) {
     int pr = std::stoi(match[2]);
     auto& comments = m_comments[pr];
     if (request.method == "POST") {
-      comments.push_back(Comment{m_next_id++, m_own_id, body.value("body", "")});
+      comments.push_back(Comment{m_next_id++, m_own_id, m_own_login, body.value("body", "")});
       reply(response, 201, comment_json(comments.back()));
       return;
     }
@@ -278,7 +297,7 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
                {"updated_at", k_time},
                {"creator", user_json(m_own_id, m_own_login)}});
   } else if (std::regex_match(path, match, k_check_runs) && match[1] == m_repo) {
-    if (!m_check_runs_allowed) {
+    if (m_token_kind == TokenKind::personal) {
       reply(response, 403, Json{{"message", "Resource not accessible by personal access token"}});
       return;
     }

@@ -9,6 +9,12 @@
 // webhook payloads in shared/api/github/events. Faults are scripted per request:
 // a status with headers (429, 500, 403 ...) or a connection dropped after the
 // server acted (the reply is lost).
+//
+// The token is, as in a workflow, the Actions GITHUB_TOKEN (a GitHub App
+// installation token) unless a test says otherwise: GET /user answers it 403
+// "Resource not accessible by integration", as GitHub does, and what it writes is
+// authored by github-actions[bot]. A personal token's user is served by GET /user,
+// and GitHub refuses it check runs.
 #pragma once
 
 #include <httplib.h>
@@ -29,8 +35,13 @@ class FakeGithubServer {
   struct Comment {
     long long id = 0;
     long long author_id = 0;
+    std::string author_login;
     std::string body;
   };
+
+  enum class TokenKind { installation, personal };
+  // github.com's id of github-actions[bot].
+  static constexpr long long k_actions_bot_id = 41898282;
 
   // `api_dir` is shared/api; `repo` the repository served ("octo/app").
   FakeGithubServer(const std::string& api_dir, std::string repo, std::string token);
@@ -40,11 +51,14 @@ class FakeGithubServer {
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
 
-  void set_own_user(long long id, const std::string& login);
-  void add_comment(int pr, long long author_id, const std::string& body);
+  // Who the token belongs to (default: installation, k_actions_bot_id, "github-actions[bot]").
+  void set_token_owner(TokenKind kind, long long id, const std::string& login);
+  long long own_id() const;
+  // A comment by the token's own user.
+  void add_own_comment(int pr, const std::string& body);
+  // A comment by someone else.
+  void add_comment(int pr, long long author_id, const std::string& login, const std::string& body);
   void add_pull(int number, const std::string& state, const std::string& head_sha, const std::string& base_repo);
-  // A personal token: check runs are refused with 403 as GitHub does.
-  void refuse_check_runs() { m_check_runs_allowed = false; }
 
   // The next `times` requests whose "METHOD path" contains `match` get this answer
   // instead of being served.
@@ -88,14 +102,14 @@ class FakeGithubServer {
   int m_port = 0;
 
   mutable std::mutex m_mutex;
-  long long m_own_id = 1001;
+  TokenKind m_token_kind = TokenKind::installation;
+  long long m_own_id = k_actions_bot_id;
   std::string m_own_login = "github-actions[bot]";
   long long m_next_id = 5000;
   std::map<int, std::vector<Comment>> m_comments;
   std::vector<nlohmann::json> m_pulls;
   std::vector<nlohmann::json> m_statuses;
   std::vector<nlohmann::json> m_check_runs;
-  bool m_check_runs_allowed = true;
   std::deque<Fault> m_faults;
   std::vector<std::string> m_violations;
   std::vector<std::string> m_requests;

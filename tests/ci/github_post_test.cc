@@ -91,11 +91,11 @@ TEST_F(GithubPostTest, FirstRunCreatesSecondUpdatesTheSameComment) {
 
 TEST_F(GithubPostTest, FindsOurCommentOnALaterPage) {
   for (int i = 0; i < 230; ++i) {
-    server->add_comment(2, 42, "chatter " + std::to_string(i));
+    server->add_comment(2, 42, "someone-else", "chatter " + std::to_string(i));
   }
-  server->add_comment(2, 1001, k_marker + "\nold");
+  server->add_own_comment(2, k_marker + "\nold");
   for (int i = 0; i < 40; ++i) {
-    server->add_comment(2, 42, "more " + std::to_string(i));
+    server->add_comment(2, 42, "someone-else", "more " + std::to_string(i));
   }
   GithubPostResult result = post(failing());
   EXPECT_FALSE(result.comment_created);
@@ -106,13 +106,13 @@ TEST_F(GithubPostTest, FindsOurCommentOnALaterPage) {
 }
 
 TEST_F(GithubPostTest, AnotherUsersCommentWithTheMarkerIsLeftAlone) {
-  server->add_comment(2, 42, k_marker + "\nI copied your marker");
+  server->add_comment(2, 42, "someone-else", k_marker + "\nI copied your marker");
   GithubPostResult result = post(failing());
   EXPECT_TRUE(result.comment_created);
   auto comments = server->comments(2);
   ASSERT_EQ(comments.size(), 2U);
   EXPECT_EQ(comments[0].body, k_marker + "\nI copied your marker");
-  EXPECT_EQ(comments[1].author_id, 1001);
+  EXPECT_EQ(comments[1].author_login, "github-actions[bot]");
 }
 
 TEST_F(GithubPostTest, CreateWhoseReplyIsLostIsNotDuplicated) {
@@ -216,9 +216,51 @@ TEST_F(GithubPostTest, MissingStatusesPermissionStopsWithThePermissionToAdd) {
   EXPECT_EQ(server->requests("POST /repos/octo/app/statuses"), 1);
 }
 
-TEST_F(GithubPostTest, PersonalTokenFallsBackToTheStatusQuietly) {
-  server->refuse_check_runs();
+TEST_F(GithubPostTest, ActionsTokenIsRefusedGetUserAndWritesAsGithubActionsBot) {
+  // GitHub answers GET /user with 403 "Resource not accessible by integration" for the
+  // Actions GITHUB_TOKEN (the fake's default token); its comments are github-actions[bot]'s.
+  server->add_comment(2, 42, "someone-else", k_marker + "\npasted by a person");
+  server->add_comment(2, 49699333, "dependabot[bot]", k_marker + "\npasted by another bot");
+  server->add_own_comment(2, k_marker + "\nour earlier run");
   GithubPostResult result = post(failing());
+  EXPECT_FALSE(result.comment_created) << log.str();
+  auto comments = server->comments(2);
+  ASSERT_EQ(comments.size(), 3U);
+  EXPECT_EQ(comments[0].body, k_marker + "\npasted by a person");
+  EXPECT_EQ(comments[1].body, k_marker + "\npasted by another bot");
+  EXPECT_NE(comments[2].body.find("driftgate: FAIL"), std::string::npos) << comments[2].body;
+  EXPECT_EQ(result.comment_id, std::to_string(comments[2].id));
+  EXPECT_EQ(server->requests("GET /user"), 1) << "a missing permission is not retried";
+  EXPECT_NE(log.str().find("our comments are those by github-actions[bot]"), std::string::npos) << log.str();
+  EXPECT_EQ(server->check_runs().size(), 1U) << "an installation token may create check runs";
+}
+
+TEST_F(GithubPostTest, CommentAuthorNamesAnotherAppsBot) {
+  // A token made for another GitHub App: GET /user refuses it too, and its comments
+  // are by that app's bot, which --comment-author names.
+  server->set_token_owner(FakeGithubServer::TokenKind::installation, 777, "driftgate-poster[bot]");
+  server->add_comment(2, FakeGithubServer::k_actions_bot_id, "github-actions[bot]", k_marker + "\nby GITHUB_TOKEN");
+  server->add_own_comment(2, k_marker + "\nby the app");
+  settings.comment_author = "Driftgate-Poster[bot]";
+  GithubPostResult result = post(failing());
+  EXPECT_FALSE(result.comment_created) << log.str();
+  auto comments = server->comments(2);
+  ASSERT_EQ(comments.size(), 2U);
+  EXPECT_EQ(comments[0].body, k_marker + "\nby GITHUB_TOKEN");
+  EXPECT_NE(comments[1].body.find("driftgate: FAIL"), std::string::npos) << comments[1].body;
+  EXPECT_EQ(server->requests("GET /user"), 0) << "the flag names the author, nothing to ask";
+}
+
+TEST_F(GithubPostTest, PersonalTokenWritesAsItsUserAndFallsBackToTheStatusQuietly) {
+  server->set_token_owner(FakeGithubServer::TokenKind::personal, 583231, "Octocat");
+  server->add_comment(2, FakeGithubServer::k_actions_bot_id, "github-actions[bot]", k_marker + "\nby GITHUB_TOKEN");
+  server->add_own_comment(2, k_marker + "\nby octocat");
+  GithubPostResult result = post(failing());
+  EXPECT_FALSE(result.comment_created) << "found by GET /user's login; " << log.str();
+  ASSERT_EQ(server->comments(2).size(), 2U);
+  EXPECT_EQ(server->comments(2)[0].body, k_marker + "\nby GITHUB_TOKEN");
+  EXPECT_NE(server->comments(2)[1].body.find("driftgate: FAIL"), std::string::npos);
+  EXPECT_EQ(server->requests("GET /user"), 1);
   EXPECT_FALSE(result.check_run);
   EXPECT_EQ(server->statuses().size(), 1U);
   EXPECT_NE(log.str().find("no check run, the commit status carries the verdict"), std::string::npos) << log.str();
