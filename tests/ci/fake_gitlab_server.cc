@@ -22,6 +22,8 @@ FakeGitlabServer::FakeGitlabServer(std::string project_id, std::string token)
   m_server.Get(".*", handler);
   m_server.Post(".*", handler);
   m_server.Put(".*", handler);
+  m_server.Patch(".*", handler);
+  m_server.Delete(".*", handler);
   m_port = m_server.bind_to_any_port("127.0.0.1");
   if (m_port <= 0) {
     throw std::runtime_error("fake GitLab: cannot bind 127.0.0.1");
@@ -44,11 +46,24 @@ void FakeGitlabServer::add_note(int mr, long long author_id, const std::string& 
   m_notes[mr].push_back(Note{m_next_id++, author_id, body});
 }
 
-void FakeGitlabServer::fail_next(const std::string& match, int status, httplib::Headers headers, int times) {
+void FakeGitlabServer::fail_next(const std::string& match, int status, httplib::Headers headers, int times,
+                                 const std::string& message) {
   std::lock_guard<std::mutex> lock(m_mutex);
   for (int i = 0; i < times; ++i) {
-    m_faults.emplace_back(match, status, headers);
+    m_faults.push_back(Fault{match, status, headers, message});
   }
+}
+
+void FakeGitlabServer::drop_after_apply_next(const std::string& match) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_faults.push_back(Fault{match, 0, {}, ""});
+}
+
+std::vector<std::string> FakeGitlabServer::take_violations() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  std::vector<std::string> taken;
+  taken.swap(m_violations);
+  return taken;
 }
 
 std::vector<FakeGitlabServer::Note> FakeGitlabServer::notes(int mr) const {
@@ -85,16 +100,46 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
     return;
   }
   for (auto it = m_faults.begin(); it != m_faults.end(); ++it) {
-    if (line.find(std::get<0>(*it)) != std::string::npos) {
-      for (const auto& [name, value] : std::get<2>(*it)) {
+    if (line.find(it->match) == std::string::npos) {
+      continue;
+    }
+    Fault fault = *it;
+    m_faults.erase(it);
+    if (fault.status != 0) {
+      for (const auto& [name, value] : fault.headers) {
         response.set_header(name, value);
       }
-      reply(response, std::get<1>(*it), Json{{"message", "fault"}});
-      m_faults.erase(it);
+      reply(response, fault.status, Json{{"message", fault.message}});
       return;
     }
+    serve(request, response, line);
+    // A content provider that gives up closes the connection mid-reply.
+    size_t length = response.body.size() + 100;
+    response.body.clear();
+    response.set_content_provider(length, "application/json", [](size_t, size_t, httplib::DataSink&) { return false; });
+    return;
   }
+  serve(request, response, line);
+}
+
+void FakeGitlabServer::serve(const httplib::Request& request, httplib::Response& response, const std::string& line) {
   Json body = Json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
+  if (request.method == "POST" || request.method == "PUT") {
+    // The documented fields of the calls driftgate makes; anything else is a mistake.
+    static const std::set<std::string> k_fields = {"body", "state", "name", "target_url", "description"};
+    if (!body.is_object()) {
+      m_violations.push_back(line + ": the body is not a JSON object");
+      body = Json::object();
+    }
+    for (const auto& [name, value] : body.items()) {
+      if (!k_fields.count(name)) {
+        m_violations.push_back(line + ": unknown field '" + name + "'");
+      }
+    }
+    if (request.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+      m_violations.push_back(line + ": Content-Type is '" + request.get_header_value("Content-Type") + "'");
+    }
+  }
   auto author = [&](long long id) { return Json{{"id", id}, {"username", id == own_id() ? "project_bot" : "other"}}; };
   auto note_json = [&](const Note& note) {
     return Json{{"id", note.id},
@@ -111,6 +156,11 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
     reply(response, 200, Json{{"id", own_id()}, {"username", "project_bot"}});
   } else if (std::regex_match(request.path, match, k_notes) && match[1] == m_project_id) {
     auto& notes = m_notes[std::stoi(match[2])];
+    if (request.method != "POST" && request.method != "GET") {
+      m_violations.push_back(line + ": not an endpoint driftgate should call");
+      reply(response, 405, Json{{"message", "405 Method Not Allowed"}});
+      return;
+    }
     if (request.method == "POST") {
       if (!body.is_object() || !body.contains("body") || !body["body"].is_string()) {
         m_violations.push_back(line + ": no string 'body'");
@@ -137,6 +187,9 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
         if (note.author_id != own_id()) {
           reply(response, 403, Json{{"message", "403 Forbidden"}});
           return;
+        }
+        if (!body.contains("body") || !body["body"].is_string()) {
+          m_violations.push_back(line + ": no string 'body'");
         }
         note.body = body.value("body", "");
         reply(response, 200, note_json(note));

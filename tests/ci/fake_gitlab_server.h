@@ -5,7 +5,9 @@
 // GitLab publishes no OpenAPI description for these endpoints, so the checks are
 // the documented ones (shared/api/README.md): PRIVATE-TOKEN auth, the paths, a
 // `body` for notes, `state` from the documented set and a `name` for statuses,
-// per_page at most 100. Findings land in violations().
+// per_page at most 100, JSON bodies with only the documented fields. Findings land
+// in violations(). Faults are scripted per request: a status with headers and a
+// message (429, 500, 403 ...) or a connection dropped after the server acted.
 #pragma once
 
 #include <httplib.h>
@@ -36,17 +38,32 @@ class FakeGitlabServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port) + "/api/v4"; }
 
   void add_note(int mr, long long author_id, const std::string& body);
-  // The next `times` requests whose "METHOD path" contains `match` get this status and headers.
-  void fail_next(const std::string& match, int status, httplib::Headers headers, int times = 1);
+  // The next `times` requests whose "METHOD path" contains `match` get this status,
+  // headers and {"message": message}.
+  void fail_next(const std::string& match, int status, httplib::Headers headers, int times = 1,
+                 const std::string& message = "fault");
+  // The next matching request is served (its effect happens) but the connection
+  // drops before the reply arrives.
+  void drop_after_apply_next(const std::string& match);
 
   std::vector<Note> notes(int mr) const;
   std::vector<nlohmann::json> statuses() const;
   std::vector<std::string> violations() const;
+  // Returns the violations so far and forgets them (tests of the validation itself).
+  std::vector<std::string> take_violations();
   int requests(const std::string& match) const;
   long long own_id() const { return 77; }
 
  private:
+  struct Fault {
+    std::string match;
+    int status = 0;  // 0: drop after apply
+    httplib::Headers headers;
+    std::string message;
+  };
+
   void handle(const httplib::Request& request, httplib::Response& response);
+  void serve(const httplib::Request& request, httplib::Response& response, const std::string& line);
 
   std::string m_project_id;
   std::string m_token;
@@ -58,7 +75,7 @@ class FakeGitlabServer {
   long long m_next_id = 900;
   std::map<int, std::vector<Note>> m_notes;
   std::vector<nlohmann::json> m_statuses;
-  std::deque<std::tuple<std::string, int, httplib::Headers>> m_faults;
+  std::deque<Fault> m_faults;
   std::vector<std::string> m_violations;
   std::vector<std::string> m_requests;
 };

@@ -90,6 +90,69 @@ TEST_F(GitlabPostTest, RateLimitIsWaitedOut) {
   EXPECT_EQ(server.notes(9).size(), 1U);
 }
 
+TEST_F(GitlabPostTest, ServerErrorOrLostReplyOnCreateLeavesExactlyOneNote) {
+  server.fail_next("POST /api/v4/projects/314/merge_requests/9/notes", 500, {}, 1, "500 Internal Server Error");
+  EXPECT_TRUE(post(make_report("fail", {report_check("m/i/a~b/o", "regressed", true)})).note_created);
+  EXPECT_EQ(server.notes(9).size(), 1U) << log.str();
+  EXPECT_EQ(server.requests("POST /api/v4/projects/314/merge_requests/9/notes"), 2) << "the 500, then the create";
+  EXPECT_EQ(server.requests("GET /api/v4/projects/314/merge_requests/9/notes"), 2) << "re-listed before creating again";
+
+  target.mr = 10;
+  server.drop_after_apply_next("POST /api/v4/projects/314/merge_requests/10/notes");
+  server.drop_after_apply_next("GET /api/v4/projects/314/merge_requests/10/notes");
+  EXPECT_FALSE(post(make_report("pass", {})).note_created) << "the lost create was found and updated; " << log.str();
+  ASSERT_EQ(server.notes(10).size(), 1U);
+  EXPECT_NE(server.notes(10)[0].body.find("driftgate: PASS"), std::string::npos);
+  EXPECT_EQ(server.requests("POST /api/v4/projects/314/merge_requests/10/notes"), 1);
+}
+
+TEST_F(GitlabPostTest, ForbiddenOrRejectedTokenSaysWhatTheTokenNeeds) {
+  server.fail_next("POST /api/v4/projects/314/statuses", 403, {}, 1, "403 Forbidden");
+  try {
+    post(make_report("pass", {}));
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 403);
+    EXPECT_NE(std::string(e.what()).find("it needs `api` scope and at least the Reporter role (Developer for commit "
+                                         "statuses)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(server.requests("POST /api/v4/projects/314/statuses"), 1) << "a 403 is not retried";
+
+  redactor.add_secret("glpat-notTheRightOne1");
+  HttplibTransport transport;
+  ApiConfig config{"GitLab", gitlab_headers("glpat-notTheRightOne1"), gitlab_advice, RetryPolicy{}, &log, true};
+  ApiClient client(transport, clock, redactor, config);
+  GitlabApi api(client, target.api_url, target.project_id);
+  try {
+    post_gitlab(make_report("pass", {}), target, settings, api, clock, config.retry, log);
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 401);
+    EXPECT_NE(std::string(e.what()).find("project access token with `api` scope"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("glpat-notTheRightOne1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(log.str().find("glpat-"), std::string::npos) << log.str();
+}
+
+TEST_F(GitlabPostTest, TheFakeRejectsWhatGitlabWouldReject) {
+  HttplibTransport transport;
+  std::string base = server.url() + "/projects/314";
+  HttpHeaders auth = gitlab_headers(k_token);
+  transport.send(HttpRequest{"POST", base + "/merge_requests/9/notes", auth, R"({"note":"x"})"});
+  transport.send(HttpRequest{"POST", base + "/statuses/" + k_sha, auth, R"({"state":"failure","name":"d"})"});
+  transport.send(HttpRequest{"GET", base + "/merge_requests/9/notes?per_page=500", auth, ""});
+  transport.send(HttpRequest{"PATCH", base + "/merge_requests/9/notes/1", auth, R"({"body":"x"})"});
+  std::string found = ::testing::PrintToString(server.take_violations());
+  for (const char* expected :
+       {"no string 'body'", "unknown field 'note'", "state 'failure' is not a GitLab status", "per_page is at most 100",
+        "PATCH /api/v4/projects/314/merge_requests/9/notes/1: not an "
+        "endpoint driftgate should call"}) {
+    EXPECT_NE(found.find(expected), std::string::npos) << expected << " not in " << found;
+  }
+}
+
 TEST_F(GitlabPostTest, ContextComesFromVariablesAndSaysWhatIsMissing) {
   try {
     resolve_gitlab_target({{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"}, {"CI_PROJECT_ID", "1"}},
