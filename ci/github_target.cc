@@ -49,6 +49,12 @@ void from_pull_request_event(const Json& payload, const std::string& event_path,
   const Json& pull = payload["pull_request"];
   std::string head_repo = at_path(pull, {"head", "repo", "full_name"});
   std::string base_repo = at_path(pull, {"base", "repo", "full_name"});
+  // A fork that was deleted leaves head.repo null: still not this repository.
+  bool head_gone = pull.contains("head") && pull["head"].is_object() && pull["head"].contains("repo") &&
+                   pull["head"]["repo"].is_null();
+  if (head_gone) {
+    head_repo = "(deleted)";
+  }
   if (!head_repo.empty() && head_repo != base_repo) {
     throw Error(event_path + " (GITHUB_EVENT_PATH): pull request #" + pull_number_text(pull) + " comes from the fork " +
                 head_repo + "; its " + target.event_name +

@@ -6,6 +6,38 @@
 
 namespace driftgate {
 
+namespace {
+
+std::string seconds_text(std::chrono::seconds value) { return std::to_string(value.count()) + " s"; }
+
+// What went wrong, naming the timeout or the flag that governs it.
+std::string describe(httplib::Error error, const HttpTimeouts& timeouts, bool ca_file) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "could not connect (refused, unreachable or over the connect timeout of " +
+             seconds_text(timeouts.connect) + ", --connect-timeout)";
+    case httplib::Error::ConnectionTimeout:
+      return "connect timeout: no connection within " + seconds_text(timeouts.connect) + " (--connect-timeout)";
+    case httplib::Error::Read:
+      return "read timeout or dropped connection: no complete response within " + seconds_text(timeouts.read) +
+             " (--read-timeout)";
+    case httplib::Error::Write:
+      return "write timeout or dropped connection: the request was not sent within " + seconds_text(timeouts.write) +
+             " (--read-timeout)";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return ca_file ? "cannot load the --ca-file CA bundle" : "cannot load the system's CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate did not verify" +
+             std::string(ca_file ? " against --ca-file" : " (a private CA: pass its PEM bundle with --ca-file)");
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+}  // namespace
+
 HttpResponse HttplibTransport::send(const HttpRequest& request) {
   Url url = parse_api_url(request.url, "request URL");
   std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
@@ -39,7 +71,7 @@ HttpResponse HttplibTransport::send(const HttpRequest& request) {
   HttpResponse response;
   httplib::Result result = client.send(native);
   if (!result) {
-    response.transport_error = httplib::to_string(result.error());
+    response.transport_error = describe(result.error(), m_timeouts, !m_ca_file.empty());
     return response;
   }
   response.status = result->status;

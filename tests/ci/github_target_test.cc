@@ -63,6 +63,17 @@ TEST_F(GithubTargetTest, ForkPullRequestEventIsRefused) {
   }
 }
 
+TEST_F(GithubTargetTest, PullRequestFromADeletedForkIsRefused) {
+  nlohmann::json payload = event("pull_request.synchronize.json");
+  payload["pull_request"]["head"]["repo"] = nullptr;  // what GitHub sends once the fork is deleted
+  try {
+    resolve_github_target(env_for(payload, "pull_request"), GithubFlags{});
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("comes from the fork (deleted)"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(GithubTargetTest, WorkflowRunOfAForkPullIsVerifiedThroughTheApi) {
   nlohmann::json payload = event("workflow_run.completed.json");
   payload["workflow_run"]["event"] = "pull_request";
