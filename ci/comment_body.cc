@@ -1,6 +1,7 @@
 #include "ci/comment_body.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -67,6 +68,24 @@ std::string check_line(const Json& check) {
 }
 
 std::string short_sha(const std::string& sha) { return sha.substr(0, 12); }
+
+// Severity of a diff class: its place in k_classes (regressed first).
+size_t class_rank(const std::string& diff_class) {
+  size_t rank = 0;
+  for (const char* name : k_classes) {
+    if (diff_class == name) {
+      return rank;
+    }
+    ++rank;
+  }
+  return rank;
+}
+
+// How far a check moved: max_abs_after, or infinity when it has none (a crash).
+double magnitude(const Json& check) {
+  const Json& after = check.value("max_abs_after", Json());
+  return after.is_number() ? after.get<double>() : std::numeric_limits<double>::infinity();
+}
 
 std::string render_head(const Json& report, const BodyOptions& options) {
   std::ostringstream out;
@@ -175,16 +194,29 @@ size_t measure(const std::string& text, const BodyBudget& budget) {
 
 std::string render_comment_body(const Json& report, const BodyOptions& options) {
   std::string body = render_head(report, options);
+  // The worst gated checks: most severe class first, then the largest max_abs_after
+  // (report order is by class and id, which would show the alphabetically first).
+  std::vector<const Json*> gated;
+  for (const auto& check : report["checks"]) {
+    if (text_field(check, "class") != "unchanged" && check.value("gated", false)) {
+      gated.push_back(&check);
+    }
+  }
+  std::stable_sort(gated.begin(), gated.end(), [](const Json* a, const Json* b) {
+    size_t rank_a = class_rank(text_field(*a, "class"));
+    size_t rank_b = class_rank(text_field(*b, "class"));
+    return rank_a != rank_b ? rank_a < rank_b : magnitude(*a) > magnitude(*b);
+  });
+  if (gated.size() > static_cast<size_t>(k_worst_checks_shown)) {
+    gated.resize(k_worst_checks_shown);
+  }
   std::vector<std::string> worst;
   std::vector<std::string> rest;
+  for (const Json* check : gated) {
+    worst.push_back(check_line(*check));
+  }
   for (const auto& check : report["checks"]) {
-    if (text_field(check, "class") == "unchanged") {
-      continue;
-    }
-    bool gated = check.value("gated", false);
-    if (gated && static_cast<int>(worst.size()) < k_worst_checks_shown) {
-      worst.push_back(check_line(check));
-    } else {
+    if (text_field(check, "class") != "unchanged" && std::find(gated.begin(), gated.end(), &check) == gated.end()) {
       rest.push_back(check_line(check));
     }
   }

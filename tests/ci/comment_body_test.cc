@@ -35,6 +35,30 @@ TEST(CommentBody, SummaryFirstThenWorstThenDetails) {
   EXPECT_EQ(body.find("Truncated"), std::string::npos);
 }
 
+TEST(CommentBody, WorstRegressionsAreTheLargestNotTheFirstById) {
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 15; ++i) {
+    auto check = report_check("m/in" + std::to_string(10 + i) + "/a~b/o", "regressed", true);
+    check["max_abs_after"] = 0.01 * (i + 1);  // in id order, the largest last
+    checks.push_back(check);
+  }
+  auto crashed = report_check("z/in/a~b/o", "crashed", true);
+  crashed["max_abs_after"] = nullptr;
+  checks.push_back(crashed);
+  std::string body = render_comment_body(make_report("fail", checks), BodyOptions{"", "", ""});
+  size_t details = body.find("<details>");
+  ASSERT_NE(details, std::string::npos) << body;
+  std::string worst = body.substr(0, details);
+  EXPECT_LT(worst.find("`m/in24/a~b/o`"), worst.find("`m/in23/a~b/o`")) << "largest first: " << worst;
+  for (int i = 15; i < 25; ++i) {
+    EXPECT_NE(worst.find("`m/in" + std::to_string(i) + "/a~b/o`"), std::string::npos) << i << ": " << worst;
+  }
+  EXPECT_EQ(worst.find("`m/in10/a~b/o`"), std::string::npos) << "the smallest go to <details>";
+  EXPECT_NE(body.find("`m/in10/a~b/o`", details), std::string::npos);
+  EXPECT_EQ(worst.find("`z/in/a~b/o`"), std::string::npos) << "crashed ranks after regressed";
+  EXPECT_EQ(count_of(body, "\n- "), 16U) << "every changed check once";
+}
+
 TEST(CommentBody, TaskChangedIsCountedAndListedOnlyWhenPresent) {
   auto report = make_report("pass", {report_check("m/in/cpu_fp32~cpu_bf16/task:classification", "task_changed", false),
                                      report_check("m/in/cpu_fp32~frozen/out", "unchanged", false)});
