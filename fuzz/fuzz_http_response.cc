@@ -108,7 +108,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)driftgate::upsert_sticky_comment(thread, marker, marker + "\nbody", clock, policy);
     } else {
       driftgate::GithubApi api(client, "https://api.github.com", "owner/repo");
-      driftgate::GithubThread thread(api, 7);
+      // GET /user's answer decides whose comments are ours (403: an installation token).
+      std::string author = api.authenticated_login().value_or(driftgate::k_github_actions_login);
+      driftgate::GithubThread thread(api, 7, author);
       (void)driftgate::upsert_sticky_comment(thread, marker, marker + "\nbody", clock, policy);
     }
   } catch (const driftgate::Error&) {
