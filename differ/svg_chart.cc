@@ -17,7 +17,11 @@ constexpr int k_margin_right = 16;
 constexpr int k_margin_top = 34;
 constexpr int k_margin_bottom = 46;
 constexpr int k_legend_row = 18;
-constexpr int k_legend_item_width = 260;
+constexpr int k_legend_min_item_width = 160;
+constexpr int k_legend_swatch_width = 28;  // the line sample and the gap before the name
+constexpr int k_legend_gap = 18;
+constexpr double k_char_width = 6.5;  // px per character at 11px, generous for digits and capitals
+constexpr int k_marker_label_row = 13;
 
 // Maps data coordinates to pixels on one axis, linear or log10.
 class Scale {
@@ -77,7 +81,8 @@ std::pair<double, double> data_range(const LineChart& chart, bool x_axis) {
     return log ? std::make_pair(1e-8, 1.0) : std::make_pair(0.0, 1.0);
   }
   if (log) {
-    return {std::pow(10.0, std::floor(std::log10(low))), std::pow(10.0, std::ceil(std::log10(high) + 1e-9))};
+    // Whole decades around the data; a value on a decade (1e-4, up to log10's rounding) ends the axis there.
+    return {std::pow(10.0, std::floor(std::log10(low) + 1e-9)), std::pow(10.0, std::ceil(std::log10(high) - 1e-9))};
   }
   if (high == low) {
     return {low - 0.5, high + 0.5};
@@ -152,10 +157,15 @@ void draw_axes(std::ostringstream& svg, const LineChart& chart, const Scale& x, 
       x_ticks.emplace_back(value, short_number(value));
     }
   }
+  // Each label gets the room to its neighbours, so long names (layers) are cut rather than overlap.
+  double spacing = plot_right - k_margin_left;
+  for (size_t i = 1; i < x_ticks.size(); ++i) {
+    spacing = std::min(spacing, std::fabs(x(x_ticks[i].first) - x(x_ticks[i - 1].first)));
+  }
   for (const auto& [value, label] : x_ticks) {
     svg << "<line x1=\"" << px(x(value)) << "\" x2=\"" << px(x(value)) << "\" y1=\"" << plot_bottom << "\" y2=\""
         << plot_bottom + 5 << "\" class=\"tick\"/><text x=\"" << px(x(value)) << "\" y=\"" << plot_bottom + 18
-        << "\" text-anchor=\"middle\">" << html_escape(label) << "</text>";
+        << "\" text-anchor=\"middle\">" << html_escape(fit_text(label, static_cast<int>(spacing) - 8)) << "</text>";
   }
   svg << "<rect x=\"" << k_margin_left << "\" y=\"" << k_margin_top << "\" width=\"" << plot_right - k_margin_left
       << "\" height=\"" << plot_bottom - k_margin_top << "\" class=\"frame\"/>";
@@ -167,17 +177,28 @@ void draw_axes(std::ostringstream& svg, const LineChart& chart, const Scale& x, 
   svg << "</g>\n";
 }
 
-void draw_legend(std::ostringstream& svg, const LineChart& chart, int top, int per_row) {
+// Legend columns as wide as the longest name (cut to the plot width), so names never run into the next.
+int legend_item_width(const LineChart& chart) {
+  int widest = 0;
+  for (const auto& series : chart.series) {
+    widest = std::max(widest, estimated_text_width(series.name));
+  }
+  int available = chart.width - k_margin_left - k_margin_right;
+  return std::min(available, std::max(k_legend_min_item_width, k_legend_swatch_width + widest + k_legend_gap));
+}
+
+void draw_legend(std::ostringstream& svg, const LineChart& chart, int top, int per_row, int item_width) {
   for (size_t i = 0; i < chart.series.size(); ++i) {
     int column = static_cast<int>(i) % per_row;
     int row = static_cast<int>(i) / per_row;
-    int left = k_margin_left + column * k_legend_item_width;
+    int left = k_margin_left + column * item_width;
     int middle = top + row * k_legend_row + 9;
     const ChartSeries& series = chart.series[i];
     svg << "<line x1=\"" << left << "\" x2=\"" << left + 22 << "\" y1=\"" << middle << "\" y2=\"" << middle
         << "\" stroke=\"" << html_escape(series.color) << "\" stroke-width=\"3\""
-        << (series.dashed ? " stroke-dasharray=\"5 3\"" : "") << "/><text x=\"" << left + 28 << "\" y=\"" << middle + 4
-        << "\">" << html_escape(series.name) << "</text>";
+        << (series.dashed ? " stroke-dasharray=\"5 3\"" : "") << "/><text x=\"" << left + k_legend_swatch_width
+        << "\" y=\"" << middle + 4 << "\">"
+        << html_escape(fit_text(series.name, item_width - k_legend_swatch_width - k_legend_gap)) << "</text>";
   }
 }
 
@@ -203,8 +224,32 @@ std::string short_number(double value) {
   return buffer;
 }
 
+int estimated_text_width(const std::string& text) {
+  size_t characters = 0;
+  for (unsigned char byte : text) {
+    characters += (byte & 0xC0) != 0x80 ? 1 : 0;  // UTF-8 continuation bytes are part of one character
+  }
+  return static_cast<int>(std::ceil(static_cast<double>(characters) * k_char_width));
+}
+
+std::string fit_text(const std::string& text, int max_width) {
+  if (estimated_text_width(text) <= max_width) {
+    return text;
+  }
+  std::string cut;
+  for (size_t i = 0; i < text.size(); ++i) {
+    bool starts_character = (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+    if (starts_character && estimated_text_width(cut + "...") + static_cast<int>(k_char_width) > max_width) {
+      break;
+    }
+    cut += text[i];
+  }
+  return cut + "...";
+}
+
 std::string render_svg(const LineChart& chart) {
-  int per_row = std::max(1, (chart.width - k_margin_left - k_margin_right) / k_legend_item_width);
+  int item_width = legend_item_width(chart);
+  int per_row = std::max(1, (chart.width - k_margin_left - k_margin_right) / item_width);
   int legend_rows = static_cast<int>((chart.series.size() + static_cast<size_t>(per_row) - 1) / per_row);
   int total_height = chart.height + legend_rows * k_legend_row + 6;
   int plot_right = chart.width - k_margin_right;
@@ -221,14 +266,25 @@ std::string render_svg(const LineChart& chart) {
   for (const auto& marker : chart.markers) {
     svg << "<g class=\"marker\"><title>" << html_escape(marker.title) << "</title><line x1=\"" << px(x(marker.x))
         << "\" x2=\"" << px(x(marker.x)) << "\" y1=\"" << k_margin_top << "\" y2=\"" << plot_bottom << "\" stroke=\""
-        << html_escape(marker.color) << "\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/><text x=\""
-        << px(x(marker.x) + 4) << "\" y=\"" << k_margin_top + 12 << "\" fill=\"" << html_escape(marker.color) << "\">"
-        << html_escape(marker.label) << "</text></g>\n";
+        << html_escape(marker.color) << "\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/></g>\n";
   }
   for (const auto& series : chart.series) {
     draw_series(svg, series, x, y, chart);
   }
-  draw_legend(svg, chart, chart.height, per_row);
+  // Marker labels last, on a white box, so that lines crossing them do not hide them. Each reads
+  // rightwards from its line, or leftwards where it would leave the plot.
+  for (const auto& marker : chart.markers) {
+    int width = estimated_text_width(marker.label);
+    bool left_of_line = x(marker.x) + 4 + width > plot_right;
+    double text_x = left_of_line ? x(marker.x) - 4 : x(marker.x) + 4;
+    int baseline = k_margin_top + 12 + k_marker_label_row * marker.label_row;
+    svg << "<g class=\"marker\"><title>" << html_escape(marker.title) << "</title><rect x=\""
+        << px(left_of_line ? text_x - width - 1 : text_x - 1) << "\" y=\"" << baseline - 10 << "\" width=\""
+        << width + 2 << "\" height=\"" << k_marker_label_row << "\" fill=\"#fff\" fill-opacity=\"0.85\"/><text x=\""
+        << px(text_x) << "\" y=\"" << baseline << "\"" << (left_of_line ? " text-anchor=\"end\"" : "") << " fill=\""
+        << html_escape(marker.color) << "\">" << html_escape(marker.label) << "</text></g>\n";
+  }
+  draw_legend(svg, chart, chart.height, per_row, item_width);
   svg << "</svg>\n";
   return svg.str();
 }

@@ -30,6 +30,7 @@ struct ChartMarker {
   std::string label;  // short text at the top of the line
   std::string title;  // tooltip
   std::string color = "#b45309";
+  int label_row = 0;  // 0: the label at the top of the plot; each row lower by one line (keeps labels apart)
 };
 
 struct LineChart {
@@ -57,5 +58,13 @@ const char* series_color(size_t i);
 
 // A number for an axis or a table: "1e-05", "0.25", "3.2e+02".
 std::string short_number(double value);
+
+// The width in pixels `text` takes in the chart's 11px sans-serif font, estimated
+// generously (6.5 px per character) so that labels laid out by it do not touch.
+int estimated_text_width(const std::string& text);
+
+// `text` cut to at most `max_width` estimated pixels, ending in "..." when cut
+// (the whole text stays available in the point tooltips).
+std::string fit_text(const std::string& text, int max_width);
 
 }  // namespace driftgate

@@ -65,8 +65,13 @@ class EnvBuilder {
       series.max_abs.resize(points, k_nan);
       m_series.checks.push_back(std::move(series));
     }
+    std::vector<double> all_thresholds;
+    for (const auto& [backend, values] : m_thresholds) {
+      all_thresholds.insert(all_thresholds.end(), values.begin(), values.end());
+    }
+    auto [low, high] = sweep_decades(all_thresholds);
     for (auto& [backend, values] : m_thresholds) {
-      m_series.sweep.push_back(make_sweep_curve(backend, std::move(values), m_sweep_points));
+      m_series.sweep.push_back(make_sweep_curve(backend, std::move(values), m_sweep_points, low, high));
     }
     return std::move(m_series);
   }
@@ -175,10 +180,7 @@ double pass_fraction(const BackendRate& rate) {
   return static_cast<double>(rate.passed) / static_cast<double>(rate.counted);
 }
 
-SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points) {
-  SweepCurve curve;
-  curve.backend = backend;
-  std::sort(thresholds.begin(), thresholds.end());
+std::pair<double, double> sweep_decades(const std::vector<double>& thresholds) {
   double smallest = INFINITY;
   double largest = 0.0;
   for (double value : thresholds) {
@@ -187,9 +189,23 @@ SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thre
       largest = std::max(largest, value);
     }
   }
-  // One decade of margin on each side; 1e-8..1e-1 when no check has a positive finite threshold.
-  double low = std::isfinite(smallest) ? std::floor(std::log10(smallest)) - 1.0 : -8.0;
-  double high = std::isfinite(smallest) ? std::ceil(std::log10(largest)) + 1.0 : -1.0;
+  if (!std::isfinite(smallest)) {
+    return {-8.0, -1.0};
+  }
+  // One decade of margin on each side.
+  return {std::floor(std::log10(smallest)) - 1.0, std::ceil(std::log10(largest)) + 1.0};
+}
+
+SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points) {
+  auto [low, high] = sweep_decades(thresholds);
+  return make_sweep_curve(backend, std::move(thresholds), points, low, high);
+}
+
+SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points, double low,
+                            double high) {
+  SweepCurve curve;
+  curve.backend = backend;
+  std::sort(thresholds.begin(), thresholds.end());
   points = std::max<size_t>(points, 2);
   for (size_t i = 0; i < points; ++i) {
     double atol = std::pow(10.0, low + (high - low) * static_cast<double>(i) / static_cast<double>(points - 1));
@@ -222,9 +238,10 @@ void collect_layer_profiles(const std::string& env_key, size_t commit, const Run
     if (!check.localization || check.localization->profile.empty()) {
       continue;
     }
-    LayerProfile profile{env_key, check.id, commit, {}};
+    LayerProfile profile{env_key, check.id, commit, {}, check.localization->first_divergent};
     for (const Tier2Layer& layer : check.localization->profile) {
-      profile.layers.push_back({layer.name, layer.delta, layer.noise_floor});
+      profile.layers.push_back(
+          {layer.name, layer.delta, layer.noise_floor, layer.threshold, layer.status != LayerStatus::k_not_observable});
     }
     profiles[{env_key, check.id}] = std::move(profile);
   }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/environment.h"
@@ -74,12 +75,15 @@ struct LayerError {
   std::string layer;
   double delta = 0.0;        // range-normalized error: max |target - reference| / range(reference)
   double noise_floor = 0.0;  // the same metric for fp32 against the float64 oracle; 0 without oracle
+  double threshold = 0.0;    // delta above this is divergence; 0 when not recorded
+  bool observable = true;    // false: the target's graph fused or removed the value (delta means nothing)
 };
 struct LayerProfile {
   std::string env_key;
   std::string check_id;
   size_t commit = 0;
   std::vector<LayerError> layers;  // in network order
+  std::string first_divergent;     // the first layer over its threshold; "" when none is
 };
 
 // Everything about one environment key along the branch.
@@ -119,7 +123,17 @@ TrendData build_trend(const std::string& branch, std::vector<CommitDetails> comm
 
 // The sweep of one backend's checks: thresholds are min_atol for numerically compared
 // checks and +inf for ones that can never pass by tolerance (crash, shape, ...).
+// The atol grid spans sweep_decades(thresholds).
 SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points);
+
+// The same on a given grid of atol 10^low .. 10^high (build_trend gives every backend of
+// an environment one grid, so their curves start and end together).
+SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thresholds, size_t points, double low,
+                            double high);
+
+// log10 of the atol range a sweep over `thresholds` draws: from one decade below the smallest
+// positive finite threshold to one above the largest; -8..-1 when there is none.
+std::pair<double, double> sweep_decades(const std::vector<double>& thresholds);
 
 // "2026-11-29 23:53 +0100" in the commit's own offset.
 std::string format_commit_date(const CommitDetails& commit);

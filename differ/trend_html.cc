@@ -158,9 +158,42 @@ ChartSeries error_series(const TrendData& trend, const EnvSeries& env, const std
   return series;
 }
 
+// One marker per commit where steps of `env` begin: the step drawn where it happened, below
+// the environment markers' labels, the check names and levels on hover.
+std::vector<ChartMarker> step_markers(const TrendData& trend, const EnvSeries& env) {
+  std::map<size_t, std::vector<const StepChange*>> by_commit;
+  for (const auto& step : trend.steps) {
+    if (step.env_key == env.env_key) {
+      by_commit[step.first_after].push_back(&step);
+    }
+  }
+  std::vector<ChartMarker> markers;
+  for (const auto& [commit, steps] : by_commit) {
+    ChartMarker marker;
+    marker.x = static_cast<double>(commit) - 0.5;
+    marker.color = "#cf222e";
+    marker.label_row = 1 + static_cast<int>(markers.size() % 2);
+    double factor = steps[0]->after / steps[0]->before;
+    marker.label = steps.size() > 1 ? std::to_string(steps.size()) + " steps"
+                   : factor >= 1.0  ? "step \u00d7" + short_number(factor) + " worse"
+                                    : "step \u00d7" + short_number(1.0 / factor) + " better";
+    marker.title = "step change at " + short_sha(trend.commits[steps[0]->last_before].sha) + "..." +
+                   short_sha(trend.commits[commit].sha) + ":";
+    for (const StepChange* step : steps) {
+      marker.title +=
+          "\n" + step->check_id + ": max_abs " + short_number(step->before) + " -> " + short_number(step->after);
+    }
+    markers.push_back(std::move(marker));
+  }
+  return markers;
+}
+
 std::string error_chart(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
   LineChart chart = time_chart(trend, "Max abs error per check, log scale (environment " + env.env_key + ")",
-                               "max |target - reference|");
+                               "max |target - reference| (log scale)");
+  for (auto& marker : step_markers(trend, env)) {
+    chart.markers.push_back(std::move(marker));
+  }
   chart.log_y = true;
   constexpr double k_floor = 1e-12;
   std::vector<double> highest(env.points.size(), std::nan(""));

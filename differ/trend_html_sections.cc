@@ -35,12 +35,28 @@ std::string step_factor(const StepChange& step) {
   return "<span class=\"down\">&#215;" + html_escape(short_number(1.0 / factor)) + " better</span>";
 }
 
+// A layer's name without its " (source.py:line)" suffix, for the marker; the tooltip keeps all of it.
+std::string layer_short_name(const std::string& name) {
+  size_t source = name.rfind(" (");
+  return source == std::string::npos || source == 0 ? name : name.substr(0, source);
+}
+
+// The axis shows the module path ("layer2.0.conv1"), or the op for top-level values ("aten::flatten#1").
+std::string layer_tick_label(const std::string& name) {
+  std::string short_name = layer_short_name(name);
+  size_t slash = short_name.find('/');
+  if (slash == std::string::npos) {
+    return short_name;
+  }
+  return slash == 0 ? short_name.substr(1) : short_name.substr(0, slash);
+}
+
 std::string layer_chart(const TrendData& trend, const LayerProfile& profile) {
   LineChart chart;
   chart.title = profile.check_id + " at " + short_sha(trend.commits[profile.commit].sha) + " (environment " +
                 profile.env_key + ")";
-  chart.x_label = "layer (network order)";
-  chart.y_label = "range-normalized error";
+  chart.x_label = "layer (network order; gaps: fused or removed by the target, not observable)";
+  chart.y_label = "range-normalized error (log)";
   chart.log_y = true;
   chart.height = 260;
   ChartSeries series;
@@ -48,23 +64,41 @@ std::string layer_chart(const TrendData& trend, const LayerProfile& profile) {
   series.color = series_color(0);
   ChartSeries floor;
   floor.name = "fp32 noise floor (vs float64)";
-  floor.color = series_color(1);
+  floor.color = series_color(2);
+  ChartSeries threshold;
+  threshold.name = "divergence threshold";
+  threshold.color = "#57606a";
+  threshold.dashed = true;
+  size_t stride = profile.layers.size() / 10 + 1;
   for (size_t i = 0; i < profile.layers.size(); ++i) {
     const LayerError& layer = profile.layers[i];
-    series.points.push_back(
-        {static_cast<double>(i), std::max(layer.delta, 1e-12), layer.layer + ": error " + short_number(layer.delta)});
-    if (layer.noise_floor > 0.0) {
-      floor.points.push_back({static_cast<double>(i), std::max(layer.noise_floor, 1e-12),
-                              layer.layer + ": noise floor " + short_number(layer.noise_floor)});
+    double x = static_cast<double>(i);
+    if (layer.observable) {
+      series.points.push_back({x, std::max(layer.delta, 1e-12), layer.layer + ": error " + short_number(layer.delta)});
+    } else {
+      series.points.push_back({x, std::nan(""), ""});  // a gap, not a fake zero
     }
-    size_t stride = profile.layers.size() / 10 + 1;
+    if (layer.noise_floor > 0.0) {
+      floor.points.push_back(
+          {x, std::max(layer.noise_floor, 1e-12), layer.layer + ": noise floor " + short_number(layer.noise_floor)});
+    }
+    if (layer.threshold > 0.0 && std::isfinite(layer.threshold)) {
+      threshold.points.push_back({x, layer.threshold, ""});
+    }
     if (i % stride == 0) {
-      chart.x_ticks.emplace_back(static_cast<double>(i), layer.layer);
+      chart.x_ticks.emplace_back(x, layer_tick_label(layer.layer));
+    }
+    if (!profile.first_divergent.empty() && layer.layer == profile.first_divergent) {
+      chart.markers.push_back({x, "first divergent: " + layer_short_name(layer.layer),
+                               "first layer over its threshold: " + layer.layer, "#cf222e"});
     }
   }
   chart.series.push_back(std::move(series));
   if (!floor.points.empty()) {
     chart.series.push_back(std::move(floor));
+  }
+  if (!threshold.points.empty()) {
+    chart.series.push_back(std::move(threshold));
   }
   return render_svg(chart);
 }
@@ -156,11 +190,15 @@ std::string layers_section(const TrendData& trend) {
   std::ostringstream html;
   html << "<h2 id=\"layers\">Per-layer error (tier 2)</h2>\n";
   if (trend.layers.empty()) {
-    html << "<p class=\"note\">No baseline on these commits carries a tier-2 per-layer profile (a "
-            "<code>layers</code> field in its check records), so there are no per-layer curves to draw. They "
-            "appear here once the runner records them.</p>\n";
+    html << "<p class=\"note\">No baseline on these commits carries a tier-2 per-layer profile (the "
+            "<code>localization</code> object the runner adds to failing checks with <code>activations: "
+            "on_failure</code>, or to every check with <code>always</code>), so there are no per-layer curves to "
+            "draw.</p>\n";
     return html.str();
   }
+  html << "<p class=\"note\">The newest tier-2 profile of each check that has one: the target's error against the "
+          "reference at every layer, the fp32 noise floor (float32 rounding alone) and the threshold above which a "
+          "layer counts as divergent; the first divergent layer is marked.</p>\n";
   size_t drawn = 0;
   for (const auto& profile : trend.layers) {
     if (drawn++ == k_max_layer_charts) {

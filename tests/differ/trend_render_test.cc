@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "differ/html_escape.h"
 #include "differ/svg_chart.h"
@@ -79,12 +81,55 @@ TEST(TrendHtmlTest, ShowsStepsMarkersAndHoverText) {
   EXPECT_NE(html.find("no per-layer curves to draw"), std::string::npos);
 }
 
+TEST(TrendHtmlTest, MarksTheStepOnTheErrorChartBelowTheEnvironmentLabel) {
+  std::string html = render_trend_html(sample_trend(), TrendHtmlOptions{});
+  size_t chart = html.find("Max abs error per check");
+  ASSERT_NE(chart, std::string::npos);
+  std::string svg = html.substr(chart, html.find("</svg>", chart) - chart);
+  EXPECT_NE(svg.find("<title>step change at bbbbbbb...ccccccc:\nm/&lt;in&gt;/cpu_fp32~frozen/out: max_abs 1e-06 -&gt; "
+                     "0.001</title>"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("step \u00d71000 worse</text>"), std::string::npos) << svg;
+  // The environment label sits on the first line (y 46), the step label one line lower (y 59).
+  EXPECT_NE(svg.find("y=\"46\" fill=\"#b45309\">onednn 2.6.3 -&gt; 3.1</text>"), std::string::npos) << svg;
+  size_t step_label = svg.find("y=\"59\" fill=\"#cf222e\">step");
+  ASSERT_NE(step_label, std::string::npos) << svg;
+  EXPECT_GT(step_label, svg.rfind("<g class=\"series\"")) << "labels are drawn over the lines, on a white box";
+  size_t pass_chart = html.find("Pass rate per target backend");
+  EXPECT_EQ(html.substr(pass_chart, html.find("</svg>", pass_chart) - pass_chart).find("step change at"),
+            std::string::npos)
+      << "steps are per check: only the error chart marks them";
+}
+
+TEST(TrendHtmlTest, LayerChartLeavesGapsMarksTheFirstDivergentLayerAndDrawsThresholds) {
+  TrendData trend = sample_trend();
+  LayerProfile profile{trend.envs[0].env_key, "m/x/cpu_fp32~frozen/out", 2, {}, "layer2/aten::add#1 (resnet.py:9)"};
+  profile.layers = {{"conv1/aten::_convolution#1 (conv.py:459)", 1e-7, 1e-8, 1e-5, true},
+                    {"bn1/aten::batch_norm#1 (functional.py:2450)", 0.0, 0.0, 1e-5, false},
+                    {"layer2/aten::add#1 (resnet.py:9)", 1e-3, 2e-7, 1e-5, true}};
+  trend.layers.push_back(profile);
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  size_t at = html.find("<svg", html.find("id=\"layers\""));
+  std::string svg = html.substr(at, html.find("</svg>", at) - at);
+  EXPECT_EQ(svg.find("bn1/aten::batch_norm#1 (functional.py:2450): error"), std::string::npos)
+      << "a fused layer has no error to draw";
+  EXPECT_EQ(count(svg.substr(0, svg.find("</g>", svg.find("<g class=\"series\""))), " M"), 2u)
+      << "the not-observable layer breaks the error line";
+  EXPECT_NE(svg.find(">first divergent: layer2/aten::add#1</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">divergence threshold</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">conv1</text>"), std::string::npos) << "ticks name the module";
+  EXPECT_EQ(svg.find("(conv.py:459)</text>"), std::string::npos) << "no source suffix on the axis";
+}
+
 TEST(TrendHtmlTest, DrawsPerLayerCurvesWhenProfilesExist) {
   TrendData trend = sample_trend();
-  trend.layers.push_back({trend.envs[0].env_key,
-                          "m/<in>/cpu_fp32~frozen/out",
-                          2,
-                          {{"conv1", 1e-7, 1e-8}, {"layer1.0.bn<1>", 1e-5, 0.0}, {"fc", 1e-3, 2e-7}}});
+  trend.layers.push_back(
+      {trend.envs[0].env_key,
+       "m/<in>/cpu_fp32~frozen/out",
+       2,
+       {{"conv1", 1e-7, 1e-8, 0.0, true}, {"layer1.0.bn<1>", 1e-5, 0.0, 0.0, true}, {"fc", 1e-3, 2e-7, 0.0, true}},
+       ""});
   std::string html = render_trend_html(trend, TrendHtmlOptions{});
   EXPECT_EQ(count(html, "<svg"), 4u);
   EXPECT_EQ(html.find("no per-layer curves to draw"), std::string::npos);
@@ -115,6 +160,67 @@ TEST(SvgChartTest, LogAxisTicksAndGapsAtNaN) {
   EXPECT_NE(svg.find(">0.001</text>"), std::string::npos);
   EXPECT_EQ(count(svg, " M"), 2u);       // the NaN breaks the line
   EXPECT_EQ(count(svg, "<circle"), 2u);  // only points with a title hover
+}
+
+TEST(SvgChartTest, ALogAxisEndsAtTheDecadeTheDataEndsOn) {
+  LineChart chart;
+  chart.log_x = true;
+  chart.series.push_back({"s", "#000", {{1e-9, 0.5, "a"}, {1e-2, 1.0, "b"}}});
+  std::string svg = render_svg(chart);
+  EXPECT_NE(svg.find(">1e-09</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">0.01</text>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find(">0.1</text>"), std::string::npos) << "no empty decade after the last point";
+  EXPECT_EQ(svg.find(">1e-10</text>"), std::string::npos) << "no empty decade before the first point";
+}
+
+TEST(SvgChartTest, FitTextCutsToTheWidthAndKeepsShortText) {
+  EXPECT_EQ(fit_text("conv1", 100), "conv1");
+  std::string cut = fit_text(std::string(100, 'a'), 130);
+  EXPECT_EQ(cut.substr(cut.size() - 3), "...");
+  EXPECT_LE(estimated_text_width(cut), 130);
+  EXPECT_GT(estimated_text_width(cut), 110);
+  EXPECT_EQ(estimated_text_width("\u00d7\u00d7"), estimated_text_width("xx")) << "characters, not UTF-8 bytes";
+}
+
+// The x positions of the legend's line samples, in drawing order.
+std::vector<int> legend_lefts(const std::string& svg) {
+  std::vector<int> lefts;
+  std::regex swatch("<line x1=\"(\\d+)\" x2=\"\\d+\" y1=\"\\d+\" y2=\"\\d+\" stroke=\"[^\"]*\" stroke-width=\"3\"");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), swatch), end; it != end; ++it) {
+    lefts.push_back(std::stoi((*it)[1]));
+  }
+  return lefts;
+}
+
+TEST(SvgChartTest, LegendColumnsAreAsWideAsTheLongestName) {
+  LineChart chart;
+  std::string long_name = "resnet18/chelsea_224/cpu_fp32~onednn_off_channels_last/logits";
+  for (int i = 0; i < 4; ++i) {
+    chart.series.push_back({long_name + std::to_string(i), "#000", {{0, 1, "a"}, {1, 2, "b"}}});
+  }
+  std::vector<int> lefts = legend_lefts(render_svg(chart));
+  ASSERT_EQ(lefts.size(), 4u);
+  int needed = estimated_text_width(long_name + "0");
+  EXPECT_GE(lefts[1] - lefts[0], needed + 28) << "the second column starts after the first name ends";
+  EXPECT_EQ(lefts[2], lefts[0]) << "two long names per row on a 1100 px chart";
+  chart.series.resize(2);
+  chart.series[0].name = "a";
+  chart.series[1].name = "b";
+  lefts = legend_lefts(render_svg(chart));
+  EXPECT_EQ(lefts[1] - lefts[0], 160) << "short names keep a minimum column";
+}
+
+TEST(SvgChartTest, CrowdedTickLabelsAreCutAndEdgeMarkerLabelsReadLeftwards) {
+  LineChart chart;
+  for (int i = 0; i < 12; ++i) {
+    chart.x_ticks.emplace_back(i, "layer" + std::to_string(i) + ".0.downsample.0/aten::_convolution#1");
+  }
+  chart.series.push_back({"s", "#000", {{0, 1, "a"}, {11, 2, "b"}}});
+  chart.markers.push_back({11.0, "a long marker label near the right edge", "t"});
+  std::string svg = render_svg(chart);
+  EXPECT_EQ(svg.find("downsample.0/aten::_convolution#1</text>"), std::string::npos) << "labels are cut";
+  EXPECT_NE(svg.find(">layer0.0....</text>"), std::string::npos) << "90 px between ticks: 9 characters and ..." << svg;
+  EXPECT_NE(svg.find("text-anchor=\"end\" fill=\"#b45309\">a long marker label"), std::string::npos) << svg;
 }
 
 TEST(SvgChartTest, NonPositiveValuesAreLeftOutOnALogScale) {

@@ -188,6 +188,31 @@ TEST(SweepCurveTest, CountsThresholdsAtOrBelowEachAtol) {
   }
 }
 
+TEST(SweepCurveTest, EveryBackendOfAnEnvironmentSharesOneAtolGrid) {
+  TempDir dir;
+  DirectoryStore store(dir.path());
+  std::vector<CheckRecord> checks;
+  checks.push_back(make_check("in0", CheckStatus::k_pass, 1e-7));
+  checks.back().stats->min_atol = 1e-7;
+  checks.push_back(make_check("in1", CheckStatus::k_fail_numeric, 1e-2));
+  checks.back().stats->min_atol = 1e-2;
+  checks.back().target = "frozen";
+  checks.back().id = make_check_id("exp", "in1", "cpu_fp32", "frozen", "out");
+  store.save(make_run(fake_sha(0), make_environment("1", "3.1"), checks));
+  TrendData trend = build_trend("main", fake_commits(1), store, TrendOptions{});
+  ASSERT_EQ(trend.envs.size(), 1u);
+  ASSERT_EQ(trend.envs[0].sweep.size(), 2u);
+  const SweepCurve& frozen = trend.envs[0].sweep[0];
+  const SweepCurve& onednn_off = trend.envs[0].sweep[1];
+  ASSERT_EQ(frozen.backend, "frozen");
+  EXPECT_EQ(frozen.atol, onednn_off.atol) << "curves that end mid-chart would read as missing data";
+  EXPECT_NEAR(frozen.atol.front(), 1e-8, 1e-20);  // a decade below the smallest threshold of either
+  EXPECT_NEAR(frozen.atol.back(), 1e-1, 1e-13);   // a decade above the largest
+  EXPECT_DOUBLE_EQ(onednn_off.pass_rate.back(), 1.0);
+  EXPECT_DOUBLE_EQ(frozen.pass_rate.front(), 0.0);
+  EXPECT_EQ(sweep_decades({1e-7, 1e-2, std::numeric_limits<double>::infinity(), 0.0}), std::make_pair(-8.0, -1.0));
+}
+
 TEST(SweepCurveTest, NoPositiveThresholdUsesADefaultRange) {
   SweepCurve curve = make_sweep_curve("x", {0.0, 0.0}, 8);
   EXPECT_NEAR(curve.atol.front(), 1e-8, 1e-20);

@@ -9,7 +9,9 @@
 // baseline of experiment "resnet" with N checks (N/4 inputs x 4 targets). Commits before
 // --env-switch-at run in environment A (onednn 2.6.3), the rest in B (onednn 3.1). Each
 // check's max_abs is a fixed per-check level times +-0.1 decades of deterministic noise;
-// from commit --step-at on, the --step-check checks are at least 1000x worse and fail atol 1e-4.
+// from commit --step-at on, the --step-check checks are at least 1000x worse and fail atol 1e-4,
+// and carry a tier-2 localization (a 24-layer profile diverging from layer2.0.conv1 on) as the
+// runner records for failing checks with activations: on_failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "core/record.h"
+#include "core/tier2_profile.h"
 #include "differ/baseline_store.h"
 
 namespace {
@@ -74,6 +77,60 @@ driftgate::CheckRecord make_check(const std::string& input, const std::string& t
   check.reference_ms = 1.0;
   check.target_ms = 1.2;
   return check;
+}
+
+// A resnet-like profile: fp32-noise-level error up to layer2.0.conv1, where the divergence
+// starts and grows; layer2.0.bn1 is fused into the conv by the target (not observable).
+driftgate::Localization make_localization(double scale) {
+  const std::vector<std::string> modules = {"conv1/aten::_convolution#1 (conv.py:459)",
+                                            "bn1/aten::batch_norm#1 (functional.py:2450)",
+                                            "relu/aten::relu_#1 (functional.py:1457)",
+                                            "maxpool/aten::max_pool2d#1 (functional.py:788)",
+                                            "layer1.0.conv1/aten::_convolution#1 (conv.py:459)",
+                                            "layer1.0.bn1/aten::batch_norm#1 (functional.py:2450)",
+                                            "layer1.0.relu/aten::relu_#1 (functional.py:1457)",
+                                            "layer1.0.conv2/aten::_convolution#1 (conv.py:459)",
+                                            "layer1.0.bn2/aten::batch_norm#1 (functional.py:2450)",
+                                            "layer1.0/aten::add_#1 (resnet.py:97)",
+                                            "layer1.0.relu/aten::relu_#2 (functional.py:1457)",
+                                            "layer2.0.conv1/aten::_convolution#1 (conv.py:459)",
+                                            "layer2.0.bn1/aten::batch_norm#1 (functional.py:2450)",
+                                            "layer2.0.relu/aten::relu_#1 (functional.py:1457)",
+                                            "layer2.0.conv2/aten::_convolution#1 (conv.py:459)",
+                                            "layer2.0.bn2/aten::batch_norm#1 (functional.py:2450)",
+                                            "layer2.0.downsample.0/aten::_convolution#1 (conv.py:459)",
+                                            "layer2.0.downsample.1/aten::batch_norm#1 (functional.py:2450)",
+                                            "layer2.0/aten::add_#1 (resnet.py:97)",
+                                            "layer2.0.relu/aten::relu_#2 (functional.py:1457)",
+                                            "avgpool/aten::adaptive_avg_pool2d#1 (functional.py:1214)",
+                                            "/aten::flatten#1 (resnet.py:279)",
+                                            "fc/aten::linear#1 (linear.py:114)",
+                                            "/aten::softmax#1 (model.py:12)"};
+  const size_t first_divergent = 11;
+  driftgate::Localization localization;
+  localization.alignment = "position";
+  localization.layers = static_cast<int64_t>(modules.size());
+  localization.first_divergent = modules[first_divergent];
+  localization.highest_rank = modules[first_divergent];
+  localization.reinjection = "confirmed";
+  for (size_t i = 0; i < modules.size(); ++i) {
+    driftgate::Tier2Layer layer;
+    layer.name = modules[i];
+    layer.noise_floor = 2e-7 * (1.0 + 0.1 * static_cast<double>(i));
+    layer.threshold = 100.0 * layer.noise_floor;
+    layer.delta = i < first_divergent ? 3.0 * layer.noise_floor : scale * std::pow(1.6, static_cast<double>(i));
+    layer.status = layer.delta > layer.threshold ? driftgate::LayerStatus::k_divergent : driftgate::LayerStatus::k_ok;
+    layer.rank = i == first_divergent ? 40.0 : 0.5;
+    if (i == first_divergent + 1) {
+      layer.status = driftgate::LayerStatus::k_not_observable;
+      layer.delta = 0.0;
+    }
+    localization.observed += layer.status == driftgate::LayerStatus::k_not_observable ? 0 : 1;
+    localization.profile.push_back(layer);
+  }
+  localization.not_observable = localization.layers - localization.observed;
+  localization.coverage = static_cast<double>(localization.observed) / static_cast<double>(localization.layers);
+  return localization;
 }
 
 FixtureOptions parse(int argc, char** argv) {
@@ -153,6 +210,7 @@ int main(int argc, char** argv) {
           // 1000x worse, and at least 3x past atol so that the pass rate drops too.
           check = make_check(inputs[i], k_targets[t],
                              std::max(max_abs * 1000.0, 3.0 * k_atol * max_abs / levels[i * k_targets.size() + t]));
+          check.localization = make_localization(1e-6 * static_cast<double>(c + 1 - options.step_at));
         }
         run.checks.push_back(std::move(check));
       }

@@ -2,7 +2,8 @@
 # driftgate trend end to end: a repository with 30 commits, two environments (onednn
 # 2.6.3 for commits 1-15, 3.1 from commit 16) and one check 1000x worse from commit 23.
 # The report must list that step at commits 22...23, mark the environment change at
-# commit 16, escape commit text, stay offline, and refuse bad input writing nothing.
+# commit 16, draw the tier-2 profile the stepped check carries once it fails, escape commit
+# text, stay offline, and refuse bad input writing nothing.
 source "$(dirname "$0")/lib.sh"
 : "${TREND_FIXTURE:?set TREND_FIXTURE to the trend_fixture binary}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -37,7 +38,17 @@ expect_contains "$h" "<title>${sha[22]:0:7} change 23" "points carry the commit 
 expect_contains "$h" "2026-01-01 22:00 +0000, Dev Eloper" "hover text carries date and author"
 expect_contains "$h" "Tolerance sweep at ${sha[29]:0:7}" "the tolerance sweep of the newest baseline is drawn"
 expect_contains "$h" "configured atol 0.0001" "the sweep marks the configured atol"
-expect_contains "$h" "no per-layer curves to draw" "the per-layer section says no record carries a profile"
+# Tier 2: the stepped check fails from commit 23 on and carries a profile there; the newest (commit 30) is drawn.
+expect_contains "$h" "$stepped at ${sha[29]:0:7} (environment $key_b)</text>" "per-layer curves of the newest profile"
+expect_contains "$h" ">first divergent: layer2.0.conv1/aten::_convolution#1</text>" "the first divergent layer is marked"
+expect_contains "$h" "<title>layer2.0.conv1/aten::_convolution#1 (conv.py:459): error " "layers carry their full name on hover"
+expect_contains "$h" ">fp32 noise floor (vs float64)</text>" "the noise floor is drawn beside the error"
+expect_contains "$h" ">layer2.0.bn1</text>" "the layer axis names modules"
+checks=$((checks + 1))
+if grep -q "no per-layer curves to draw" "$h" || grep -q "layer2.0.bn1/aten::batch_norm#1 (functional.py:2450): error" "$h"; then
+  failures=$((failures + 1)); echo "FAIL: per-layer section missing, or a fused layer drawn as an error"
+else echo "ok: the per-layer section draws observable layers only"; fi
+expect_contains "$h" "<title>step change at ${sha[21]:0:7}...${sha[22]:0:7}:" "the step is marked on the error chart at 22...23"
 expect_contains "$h" "Max abs error per check, log scale (environment $key_a)" "an error chart per environment"
 checks=$((checks + 1))
 if grep -Eq '<script|<link|<img|src=|url\(|@import' "$h" || grep -o 'https\?://[^"]*' "$h" | grep -vqx 'http://www.w3.org/2000/svg'; then
