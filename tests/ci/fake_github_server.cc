@@ -19,6 +19,25 @@ Json read_json(const std::string& path) {
 
 const char* const k_time = "2026-11-29T12:00:00Z";
 
+// Characters as GitHub counts a comment body's limit (UTF-16 code units).
+size_t utf16_units(const std::string& text) {
+  size_t units = 0;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) != 0x80) {
+      units += c >= 0xF0 ? 2 : 1;
+    }
+  }
+  return units;
+}
+
+Json too_long(const std::string& resource, const std::string& field, const std::string& message) {
+  return Json{{"message", "Validation Failed"},
+              {"errors",
+               Json::array({Json{{"resource", resource}, {"code", "custom"}, {"field", field}, {"message", message}}})},
+              {"documentation_url", "https://docs.github.com/rest"},
+              {"status", "422"}};
+}
+
 }  // namespace
 
 FakeGithubServer::FakeGithubServer(const std::string& api_dir, std::string repo, std::string token)
@@ -235,6 +254,18 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
   const std::string& path = request.path;
   Json body = Json::parse(request.body.empty() ? "null" : request.body, nullptr, false);
   auto not_found = [&] { reply(response, 404, Json{{"message", "Not Found"}}); };
+  // GitHub's size limits: a comment body of 65,536 characters, a check-run summary of 65,535 bytes.
+  if (body.is_object() && body.contains("body") && body["body"].is_string() &&
+      utf16_units(body["body"].get<std::string>()) > 65536) {
+    reply(response, 422, too_long("IssueComment", "body", "Body is too long (maximum is 65536 characters)"));
+    return;
+  }
+  if (body.is_object() && body.contains("output") && body["output"].is_object() &&
+      body["output"].value("summary", Json()).is_string() &&
+      body["output"]["summary"].get<std::string>().size() > 65535) {
+    reply(response, 422, too_long("CheckRun", "summary", "Summary is too long (maximum is 65535 bytes)"));
+    return;
+  }
   if (request.method == "GET" && path == "/user") {
     if (m_token_kind == TokenKind::installation) {
       // What github.com answers the Actions GITHUB_TOKEN (and any installation token).

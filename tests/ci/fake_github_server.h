@@ -5,7 +5,8 @@
 // query, body) and for the headers GitHub requires (Accept, X-GitHub-Api-Version,
 // User-Agent, Authorization: Bearer); every response it sends is checked against
 // the documented shape. Both kinds of finding land in violations(), which each
-// test expects to be empty. Users and pull requests are built from the real
+// test expects to be empty. Bodies over GitHub's limits (comment 65,536
+// characters, check-run summary 65,535 bytes) get its 422. Users and pull requests are built from the real
 // webhook payloads in shared/api/github/events. Faults are scripted per request:
 // a status with headers (429, 500, 403 ...) or a connection dropped after the
 // server acted (the reply is lost).

@@ -9,6 +9,7 @@
 
 #include "ci/comment_body.h"
 #include "ci/httplib_transport.h"
+#include "ci/markdown_escape.h"
 #include "core/file_util.h"
 #include "tests/ci/fake_github_server.h"
 #include "tests/ci/post_test_support.h"
@@ -282,6 +283,40 @@ TEST_F(GithubPostTest, WrongTokenIsAnActionableErrorWithoutTheToken) {
     EXPECT_NE(std::string(e.what()).find("check that the token variable"), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find("ghs_wrong"), std::string::npos);
   }
+}
+
+TEST_F(GithubPostTest, HugeReportFitsEverySurfaceWithATruncationNotice) {
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 3000; ++i) {
+    // Multi-byte names: the comment counts characters, the check summary bytes.
+    checks.push_back(report_check("exp\xE2\x86\x92/input" + std::to_string(i) + "/cpu_fp32~frozen/out",
+                                  i < 40 ? "regressed" : "new", i < 40, std::string(100, 'm')));
+  }
+  test::TempDir temp;
+  settings.step_summary_path = temp / "step_summary.md";
+  settings.artifact_url = "https://github.com/octo/app/actions/runs/9/artifacts/1";
+  post(make_report("fail", checks));
+  ASSERT_EQ(server->comments(2).size(), 1U);
+  std::string comment = server->comments(2)[0].body;
+  EXPECT_LE(utf16_length(comment), 65536U);
+  EXPECT_GT(comment.size(), 65536U) << "bytes beyond the character limit: the characters were counted";
+  EXPECT_NE(comment.find("**Truncated:**"), std::string::npos);
+  EXPECT_NE(comment.find("see [report.json](" + settings.artifact_url + ")"), std::string::npos);
+  ASSERT_EQ(server->check_runs().size(), 1U);
+  std::string summary = server->check_runs()[0]["output"]["summary"];
+  EXPECT_LE(summary.size(), 65535U);
+  EXPECT_NE(summary.find("allows 65535 bytes"), std::string::npos);
+  std::string step = read_file(settings.step_summary_path);
+  EXPECT_LE(step.size(), 1024U * 1024U);
+  EXPECT_EQ(step.find("**Truncated:**"), std::string::npos) << "1 MiB holds all 3000 checks";
+
+  // The fake enforces the limits as GitHub does, so the bounds above are not vacuous.
+  HttplibTransport transport;
+  HttpResponse refused =
+      transport.send(HttpRequest{"POST", server->url() + "/repos/octo/app/issues/2/comments", github_headers(k_token),
+                                 nlohmann::json{{"body", std::string(65537, 'x')}}.dump()});
+  EXPECT_EQ(refused.status, 422);
+  EXPECT_NE(refused.body.find("Body is too long"), std::string::npos) << refused.body;
 }
 
 TEST_F(GithubPostTest, WorkflowRunFindsTheForkPullByHeadShaAndVerifiesIt) {
