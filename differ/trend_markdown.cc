@@ -1,5 +1,6 @@
 #include "differ/trend_markdown.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -43,14 +44,14 @@ double highest_error(const EnvSeries& env, size_t point) {
 
 void commit_table(std::ostringstream& md, const TrendData& trend, const TrendMarkdownOptions& options) {
   std::vector<std::map<size_t, size_t>> point_of(trend.envs.size());
-  md << "| commit | subject | date |";
+  md << "| # | commit | subject | date |";
   for (size_t e = 0; e < trend.envs.size(); ++e) {
     md << " pass `" << trend.envs[e].env_key.substr(0, 8) << "` | max error |";
     for (size_t p = 0; p < trend.envs[e].points.size(); ++p) {
       point_of[e][trend.envs[e].points[p].commit] = p;
     }
   }
-  md << "\n|---|---|---|";
+  md << "\n|---:|---|---|---|";
   for (size_t e = 0; e < trend.envs.size(); ++e) {
     md << "---:|---:|";
   }
@@ -58,7 +59,7 @@ void commit_table(std::ostringstream& md, const TrendData& trend, const TrendMar
   size_t rows = 0;
   for (size_t c = trend.commits.size(); c-- > 0 && rows < options.max_rows; ++rows) {
     const CommitDetails& commit = trend.commits[c];
-    md << "| `" << short_sha(commit.sha) << "` | " << markdown_cell_escape(commit.subject) << " | "
+    md << "| " << c + 1 << " | `" << short_sha(commit.sha) << "` | " << markdown_cell_escape(commit.subject) << " | "
        << markdown_cell_escape(format_commit_date(commit)) << " |";
     for (size_t e = 0; e < trend.envs.size(); ++e) {
       auto it = point_of[e].find(c);
@@ -103,15 +104,26 @@ void changes(std::ostringstream& md, const TrendData& trend, const TrendMarkdown
   }
 }
 
-// Mermaid's xychart-beta: x labels are quoted strings, one line series per chart.
-void chart(std::ostringstream& md, const TrendData& trend, const EnvSeries& env, size_t max_points) {
+// Mermaid's xychart-beta (GitHub and GitLab render it): the x labels are the commits' numbers
+// in the table's # column, quoted; mermaid prints every label, so the chart keeps as many
+// of the newest points as fit a comment's width without labels running into each other
+// (60 digits in all: 20 points up to commit 999). The init directive gives the line a
+// colour that shows on the light and the dark theme (mermaid's default is a pale one).
+void chart(std::ostringstream& md, const EnvSeries& env, size_t max_points) {
+  if (env.points.empty()) {
+    return;
+  }
+  size_t digits = std::to_string(env.points.back().commit + 1).size();
+  max_points = std::max<size_t>(2, std::min(max_points, 60 / digits));
   size_t first = env.points.size() > max_points ? env.points.size() - max_points : 0;
   if (env.points.size() - first < 2) {
     return;
   }
-  md << "\n```mermaid\nxychart-beta\n  title \"Pass rate, environment " << env.env_key << "\"\n  x-axis [";
+  md << "\n```mermaid\n%%{init: {\"themeVariables\": {\"xyChart\": {\"plotColorPalette\": \"#1f77b4\"}}}}%%\n"
+     << "xychart-beta\n  title \"Pass rate, environment " << env.env_key
+     << "\"\n  x-axis \"commit # (as in the table)\" [";
   for (size_t p = first; p < env.points.size(); ++p) {
-    md << (p == first ? "" : ", ") << "\"" << short_sha(trend.commits[env.points[p].commit].sha) << "\"";
+    md << (p == first ? "" : ", ") << "\"" << env.points[p].commit + 1 << "\"";
   }
   md << "]\n  y-axis \"pass rate (%)\" 0 --> 100\n  line [";
   for (size_t p = first; p < env.points.size(); ++p) {
@@ -132,7 +144,7 @@ std::string render_trend_markdown(const TrendData& trend, const TrendMarkdownOpt
   commit_table(md, trend, options);
   changes(md, trend, options);
   for (const auto& env : trend.envs) {
-    chart(md, trend, env, options.max_chart_points);
+    chart(md, env, options.max_chart_points);
   }
   return md.str();
 }

@@ -141,14 +141,44 @@ TEST(TrendHtmlTest, DrawsPerLayerCurvesWhenProfilesExist) {
 
 TEST(TrendMarkdownTest, TableStepsAndMermaidChart) {
   std::string md = render_trend_markdown(sample_trend(), TrendMarkdownOptions{});
-  EXPECT_NE(md.find("| `ccccccc` | fix &lt;script&gt;alert(1)&lt;/script&gt; &#124; pipe |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3 | `ccccccc` | fix &lt;script&gt;alert(1)&lt;/script&gt; &#124; pipe |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("0.0% (0/1) | 0.001 |"), std::string::npos) << md;
   EXPECT_NE(md.find("- `bbbbbbb...ccccccc` m/&lt;in&gt;/cpu_fp32~frozen/out: max_abs 1e-06 -> 0.001"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("```mermaid\nxychart-beta\n"), std::string::npos);
-  EXPECT_NE(md.find("x-axis [\"aaaaaaa\", \"bbbbbbb\", \"ccccccc\"]"), std::string::npos) << md;
-  EXPECT_NE(md.find("line [100.0, 100.0, 0.0]"), std::string::npos) << md;
+  EXPECT_NE(md.find("```mermaid\n%%{init: {\"themeVariables\": {\"xyChart\": {\"plotColorPalette\": \"#1f77b4\"}}}}%%\n"
+                    "xychart-beta\n  title \"Pass rate, environment 0123456789abcdef\"\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find("  x-axis \"commit # (as in the table)\" [\"1\", \"2\", \"3\"]\n  y-axis \"pass rate (%)\" 0 --> 100\n"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("line [100.0, 100.0, 0.0]\n```"), std::string::npos) << md;
+}
+
+// Mermaid draws every x label: long commit numbers keep fewer points, so labels never touch.
+TEST(TrendMarkdownTest, MermaidKeepsAsManyNewestPointsAsTheirLabelsFit) {
+  TrendData trend;
+  trend.branch = "main";
+  EnvSeries env;
+  env.env_key = "0123456789abcdef";
+  env.backends = {"frozen"};
+  for (size_t c = 0; c < 1200; ++c) {
+    trend.commits.push_back({std::string(40, 'a'), "s", "dev", 1767225600, 0});
+    env.points.push_back({c, {BackendRate{1, 1}}});
+  }
+  trend.envs.push_back(env);
+  std::string md = render_trend_markdown(trend, TrendMarkdownOptions{});
+  EXPECT_NE(md.find("[\"1186\", "), std::string::npos) << "4-digit labels: the newest 15 points";
+  EXPECT_EQ(md.find("\"1185\""), std::string::npos);
+  EXPECT_NE(md.find(", \"1200\"]"), std::string::npos);
+  trend.commits.resize(500);
+  trend.envs[0].points.resize(500);
+  md = render_trend_markdown(trend, TrendMarkdownOptions{});
+  EXPECT_NE(md.find("[\"481\", "), std::string::npos) << "3-digit labels: the newest 20 points";
+  EXPECT_EQ(md.find("\"480\""), std::string::npos);
 }
 
 TEST(SvgChartTest, LogAxisTicksAndGapsAtNaN) {
