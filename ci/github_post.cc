@@ -36,8 +36,28 @@ std::string comment_author(GithubApi& api, const PostSettings& settings, std::os
   return k_github_actions_login;
 }
 
-void append_step_summary(const std::string& path, const std::string& body) {
+// Appends the summary to $GITHUB_STEP_SUMMARY within the 1 MiB a step's summary may
+// hold, counting what earlier commands of the step already wrote there.
+void append_step_summary(const std::string& path, const nlohmann::json& report, const BodyOptions& base,
+                         std::ostream& log) {
   std::string existing = std::filesystem::exists(path) ? read_file(path) : "";
+  size_t limit = k_step_summary_budget.limit;
+  // Below this the summary itself may not fit; GitHub would drop the whole file.
+  const size_t k_least = 4096;
+  if (existing.size() + 1 + k_least > limit) {
+    log << "driftgate post: no job summary: $GITHUB_STEP_SUMMARY already holds " << existing.size() << " of its "
+        << limit << " bytes\n";
+    return;
+  }
+  BodyOptions options = base;
+  options.budget = BodyBudget{limit - existing.size() - 1, true};
+  std::string body;
+  try {
+    body = render_comment_body(report, options);
+  } catch (const Error& e) {
+    log << "driftgate post: no job summary: " << e.what() << "\n";  // the comment and status are posted
+    return;
+  }
   write_file_atomic(path, existing + body + "\n");
 }
 
@@ -101,8 +121,8 @@ GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& t
     }
   }
   if (!settings.step_summary_path.empty()) {
-    append_step_summary(settings.step_summary_path,
-                        render_comment_body(report, BodyOptions{"", key_shown, artifact, k_step_summary_budget}));
+    append_step_summary(settings.step_summary_path, report, BodyOptions{"", key_shown, artifact, k_step_summary_budget},
+                        log);
   }
   return result;
 }

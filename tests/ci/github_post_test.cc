@@ -355,5 +355,30 @@ TEST_F(GithubPostTest, WritesTheJobSummaryWhenAsked) {
   EXPECT_EQ(summary.rfind("earlier step\n### driftgate: FAIL", 0), 0U) << summary;
 }
 
+TEST_F(GithubPostTest, JobSummaryCountsWhatTheStepAlreadyWrote) {
+  test::TempDir temp;
+  std::string path = temp / "step_summary.md";
+  std::string earlier(1024 * 1024 - 20000, 'e');
+  write_file_atomic(path, earlier);
+  settings.step_summary_path = path;
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 3000; ++i) {
+    checks.push_back(
+        report_check("exp/input" + std::to_string(i) + "/cpu_fp32~frozen/out", "new", false, std::string(100, 'm')));
+  }
+  post(make_report("pass", checks));
+  std::string summary = read_file(path);
+  EXPECT_LE(summary.size(), 1024U * 1024U) << "GitHub drops a step summary over 1 MiB";
+  EXPECT_EQ(summary.rfind(earlier + "### driftgate: PASS", 0), 0U);
+  EXPECT_NE(summary.find("**Truncated:**"), std::string::npos);
+
+  write_file_atomic(path, std::string(1024 * 1024 - 100, 'f'));
+  post(make_report("pass", checks));
+  EXPECT_EQ(read_file(path).size(), 1024U * 1024U - 100) << "no room: left as it was";
+  EXPECT_NE(log.str().find("no job summary: $GITHUB_STEP_SUMMARY already holds 1048476 of its 1048576 bytes"),
+            std::string::npos)
+      << log.str();
+}
+
 }  // namespace
 }  // namespace driftgate
