@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Prints `WIDTH HEIGHT DISTINCT_COLOURS NON_WHITE_FRACTION` of a PNG (8-bit RGB/RGBA, non-interlaced).
+"""Prints `WIDTH HEIGHT DISTINCT_COLOURS NON_WHITE_FRACTION [COUNT...]` of a PNG (8-bit RGB/RGBA, non-interlaced).
+
+With colours (#rrggbb) after the file, also prints how many pixels lie within a small distance
+of each (sum of channel differences <= 24): a chart drawn in those colours shows up there,
+while text alone (greys, blue links) does not.
 
 Used by trend_screenshot_test.sh to tell a rendered report from a blank page; only the
 standard library (zlib), so it runs on any CI image with python3.
@@ -53,13 +57,16 @@ def read_png(path):
 
 def main():
     width, height, channels, rows = read_png(sys.argv[1])
-    colours, non_white = set(), 0
+    wanted = [bytes.fromhex(colour.lstrip("#")) for colour in sys.argv[2:]]
+    colours, non_white = {}, 0
     for line in rows:
         for x in range(0, len(line), channels):
             pixel = bytes(line[x:x + 3])
-            colours.add(pixel)
+            colours[pixel] = colours.get(pixel, 0) + 1
             non_white += pixel != b"\xff\xff\xff"
-    print(width, height, len(colours), "%.4f" % (non_white / float(width * height)))
+    near = [sum(count for pixel, count in colours.items() if sum(abs(a - b) for a, b in zip(pixel, colour)) <= 24)
+            for colour in wanted]
+    print(width, height, len(colours), "%.4f" % (non_white / float(width * height)), *near)
 
 
 if __name__ == "__main__":

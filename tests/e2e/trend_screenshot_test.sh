@@ -27,13 +27,24 @@ checks=$((checks + 1))
 if [[ -s "$shot" ]]; then echo "ok: chromium wrote a screenshot"; else
   failures=$((failures + 1)); echo "FAIL: no screenshot"; tail -20 "$work/chromium.log"; finish; exit 1; fi
 
-read -r width height colours ink < <(/usr/bin/python3 "$here/png_stats.py" "$shot")
-echo "screenshot: ${width}x${height}, $colours distinct colours, non-white fraction $ink"
+# The first two series colours and the environment marker's (differ/svg_chart.cc, trend_html.cc).
+read -r width height colours ink blue red marker < <(/usr/bin/python3 "$here/png_stats.py" "$shot" \
+  '#1f77b4' '#d62728' '#b45309')
+echo "screenshot: ${width}x${height}, $colours distinct colours, non-white fraction $ink;" \
+  "pixels of series 1: $blue, series 2: $red, environment marker: $marker"
 checks=$((checks + 1))
 # A blank page has 1 colour; text alone gives greys; the charts add the palette and markers.
 if [[ $width -eq 1200 && $colours -ge 50 ]] && awk "BEGIN{exit !($ink >= 0.03 && $ink <= 0.9)}"; then
   echo "ok: the screenshot shows a rendered page"
 else
   failures=$((failures + 1)); echo "FAIL: the screenshot looks blank or broken"
+fi
+checks=$((checks + 1))
+# Text alone (or an SVG that failed to render) has none of these colours; the legend's 3 px
+# lines and the marker alone give well over 20 pixels each.
+if [[ $blue -ge 20 && $red -ge 20 && $marker -ge 20 ]]; then
+  echo "ok: the charts are drawn (series and environment-marker colours on screen)"
+else
+  failures=$((failures + 1)); echo "FAIL: the screenshot lacks the charts' colours"
 fi
 finish
