@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <ctime>
+#include <exception>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 
 #include "app/cli_util.h"
@@ -56,7 +58,7 @@ struct DiffRequest {
   std::string format = "auto";        // stdout: auto (text on a terminal, else markdown), text, markdown
   std::string color = "auto";         // auto (on a terminal), always, never
   size_t markdown_budget = k_default_markdown_budget;  // bytes of the markdown summary
-  bool quiet = false;                 // stdout: only the verdict line; stderr: nothing
+  bool quiet = false;                                  // stdout: only the verdict line; stderr: nothing
 };
 
 const CommandHelp k_help{
@@ -100,8 +102,8 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "store", po::value<std::string>(&request.store)->default_value("baselines"),
       "baseline store: a directory, or notes: for git notes (refs/notes/driftgate; notes:REF for another)")(
       "store-kind", po::value<std::string>(&request.store_kind)->default_value("dir"),
-      "dir or notes (same as --store notes:)")(
-      "repo", po::value<std::string>(&request.repo)->default_value("."), "a directory inside the git checkout")(
+      "dir or notes (same as --store notes:)")("repo", po::value<std::string>(&request.repo)->default_value("."),
+                                               "a directory inside the git checkout")(
       "base", po::value<std::string>(&base), "target branch revision or SHA (default: the CI's PR/MR base SHA)")(
       "max-walk", po::value<int>(&request.max_walk)->default_value(k_default_max_walk),
       "first-parent commits searched for a baseline, start included")(
@@ -117,7 +119,8 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "proposed-baseline.jsonl next to --report)")(
       "policy", po::value<std::string>(&request.policy_path),
       "gate policy YAML: gated classes, per-experiment overrides, allowlist (default: regressed, crashed, missing)")(
-      "today", po::value<std::string>(&request.today), "judge allowlist expiry as of DATE, YYYY-MM-DD (default: today, UTC)")(
+      "today", po::value<std::string>(&request.today),
+      "judge allowlist expiry as of DATE, YYYY-MM-DD (default: today, UTC)")(
       "format", po::value<std::string>(&request.format)->default_value("auto"),
       "stdout summary: auto (text on a terminal, markdown otherwise), text, markdown")(
       "color", po::value<std::string>(&request.color)->default_value("auto"),
@@ -232,15 +235,33 @@ int cmd_diff(CommandContext& context) {
   if (!request->policy_path.empty()) {
     policy = load_gate_policy(request->policy_path, today);
   }
-  RunFile run = read_run_file(request->run_path);
-  std::unique_ptr<BaselineStore> store_owner =
-      open_store(parse_store_spec(request->store, request->store_kind), request->repo, true);
+  // The run's checks are read on a second thread while the baseline is chosen and
+  // read on this one: the two files of a large diff are read side by side. Errors keep
+  // their order: the run's first, then the store's and the selection's.
+  RunHeader header = read_run_header(request->run_path);
+  std::future<RunFile> reading = std::async(std::launch::async, read_run_file, request->run_path);
+  std::unique_ptr<BaselineStore> store_owner;
+  std::optional<GitRepo> repo;
+  BaselineSelection selection;
+  std::exception_ptr selection_error;
+  try {
+    store_owner = open_store(parse_store_spec(request->store, request->store_kind), request->repo, true);
+    repo.emplace(open_repo(request->repo));
+    std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
+    SelectionRequest selection_request{header.commit.sha, base, header.environment, request->max_walk,
+                                       request->allow_env_mismatch};
+    selection = select_baseline(*repo, *store_owner, selection_request);
+  } catch (...) {
+    selection_error = std::current_exception();
+  }
+  RunFile run = reading.get();
+  if (selection_error) {
+    std::rethrow_exception(selection_error);
+  }
+  if (run.header.commit.sha != header.commit.sha || run.header.environment.key() != header.environment.key()) {
+    throw Error(request->run_path + ": the run file changed while it was read; run the diff again");
+  }
   const BaselineStore& store = *store_owner;
-  GitRepo repo = open_repo(request->repo);
-  std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
-  SelectionRequest selection_request{run.header.commit.sha, base, run.header.environment, request->max_walk,
-                                     request->allow_env_mismatch};
-  BaselineSelection selection = select_baseline(repo, store, selection_request);
   std::optional<DiffResult> diff;
   if (selection.found) {
     DiffOptions diff_options;
@@ -251,6 +272,9 @@ int cmd_diff(CommandContext& context) {
   if (selection.found) {
     propose_refresh(report, *request, run, *selection.baseline);
   }
+  // Everything below renders the report: the records (most of the memory) can go.
+  run.checks = {};
+  selection.baseline.reset();
   std::string markdown = render_markdown(report, request->markdown_budget);
   if (!request->report_path.empty()) {
     write_file_atomic(request->report_path, render_json(report));

@@ -1,5 +1,7 @@
 #include "core/record.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -358,9 +360,7 @@ CheckStatus parse_check_status(const std::string& name) {
   throw Error("unknown check status '" + name + "'");
 }
 
-bool is_failure(CheckStatus status) {
-  return status != CheckStatus::k_pass && status != CheckStatus::k_skipped;
-}
+bool is_failure(CheckStatus status) { return status != CheckStatus::k_pass && status != CheckStatus::k_skipped; }
 
 bool is_crash(CheckStatus status) {
   return status == CheckStatus::k_crash_ref || status == CheckStatus::k_crash_target ||
@@ -460,15 +460,14 @@ std::string header_to_json_line(const RunHeader& header) {
                                {"tolerance", tolerance_json(experiment.tolerance)},
                                {"tolerance_origin", experiment.tolerance_origin}});
   }
-  Json json{{"type", "header"},
-            {"schema", header.schema},
-            {"tool_version", header.tool_version},
-            {"commit", Json{{"sha", header.commit.sha},
-                            {"branch", header.commit.branch},
-                            {"dirty", header.commit.dirty}}},
-            {"env_key", header.environment.key()},
-            {"environment", environment_json(header.environment)},
-            {"experiments", experiments}};
+  Json json{
+      {"type", "header"},
+      {"schema", header.schema},
+      {"tool_version", header.tool_version},
+      {"commit", Json{{"sha", header.commit.sha}, {"branch", header.commit.branch}, {"dirty", header.commit.dirty}}},
+      {"env_key", header.environment.key()},
+      {"environment", environment_json(header.environment)},
+      {"experiments", experiments}};
   if (header.shard.count > 1) {
     json["shard"] = Json{{"index", header.shard.index}, {"count", header.shard.count}};
   }
@@ -511,7 +510,11 @@ void write_run(std::ostream& out, const RunFile& run) {
 
 namespace {
 
-RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, bool fast_checks) {
+// `size_hint`: the file's size in bytes when known (0 otherwise), to size the
+// vector of checks once from the first check line instead of moving a million
+// records through repeated growth.
+RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, bool fast_checks,
+                        size_t size_hint = 0) {
   RunFile run;
   bool have_header = false;
   bool have_summary = false;
@@ -531,6 +534,11 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
     try {
       // Most lines are checks the fast reader can vouch for; anything else (and every
       // malformed line) goes through the DOM reader below, which owns the errors.
+      if (size_hint > 0 && have_header && run.checks.empty()) {
+        // Reserved address space that is never written is never resident: err on the large side.
+        run.checks.reserve(size_hint / (line.size() + 1) * 3 / 2 + 16);
+        size_hint = 0;
+      }
       if (fast_checks && have_header && !have_summary && fast.parse(line, fast_check)) {
         run.checks.push_back(std::move(fast_check));
         if (!ids.insert(run.checks.size() - 1, id_of)) {
@@ -595,12 +603,47 @@ RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_message
   return parse_run_lines(in, name_for_messages, false);
 }
 
+RunHeader read_run_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
+  }
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) {
+      continue;
+    }
+    // The same checks and messages as parse_run's first line.
+    try {
+      Json json = Json::parse(line);
+      if (!json.is_object()) {
+        throw Error("expected a JSON object");
+      }
+      std::string type = text(json, "type");
+      if (type != "header") {
+        throw Error("the first line must be the run header (\"type\":\"header\"), got type '" + type + "'");
+      }
+      return parse_header(json);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(path + ":" + std::to_string(line_number) + ": not valid JSON (" + e.what() +
+                  "); the file is truncated or not a driftgate run");
+    } catch (const Error& e) {
+      throw Error(path + ":" + std::to_string(line_number) + ": " + e.what());
+    }
+  }
+  throw Error(path + ": empty or no header line; is this a driftgate run file?");
+}
+
 RunFile read_run_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
   }
-  return parse_run(in, path);
+  struct stat info {};
+  size_t size_hint = ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) ? static_cast<size_t>(info.st_size) : 0;
+  return parse_run_lines(in, path, true, size_hint);
 }
 
 }  // namespace driftgate

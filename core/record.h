@@ -29,20 +29,20 @@ inline constexpr int k_record_schema_version = 1;
 
 // The fixed status taxonomy of a check.
 enum class CheckStatus {
-  k_pass,            // every element within |a-b| <= atol + rtol*|b|
-  k_fail_numeric,    // some elements outside the tolerance
-  k_fail_shape,      // shapes differ
-  k_fail_dtype,      // dtypes differ where the backend promised the same dtype
-  k_fail_nonfinite,  // NaN masks or infinity signs differ
-  k_fail_structure,  // output structure differs (missing key, other container, non-tensor leaf differs)
-  k_fail_device,     // an output did not come from the device the backend claims (never label cpu as cuda)
-  k_unsupported,     // an output of a kind tier 1 cannot compare: never a silent pass
-  k_crash_ref,       // the reference threw, aborted or could not load; message says where
-  k_crash_target,    // the target threw, aborted or could not load; message says where
-  k_timeout,         // a forward exceeded the per-check time limit
+  k_pass,                  // every element within |a-b| <= atol + rtol*|b|
+  k_fail_numeric,          // some elements outside the tolerance
+  k_fail_shape,            // shapes differ
+  k_fail_dtype,            // dtypes differ where the backend promised the same dtype
+  k_fail_nonfinite,        // NaN masks or infinity signs differ
+  k_fail_structure,        // output structure differs (missing key, other container, non-tensor leaf differs)
+  k_fail_device,           // an output did not come from the device the backend claims (never label cpu as cuda)
+  k_unsupported,           // an output of a kind tier 1 cannot compare: never a silent pass
+  k_crash_ref,             // the reference threw, aborted or could not load; message says where
+  k_crash_target,          // the target threw, aborted or could not load; message says where
+  k_timeout,               // a forward exceeded the per-check time limit
   k_ref_nondeterministic,  // the reference differs from itself between repeats by more than the tolerance
-  k_skipped,         // the backend is not available in this build or on this machine; message says why
-  k_fail_task,       // tier 3: the task answer changed beyond the task tolerances (class, boxes, mask)
+  k_skipped,               // the backend is not available in this build or on this machine; message says why
+  k_fail_task,             // tier 3: the task answer changed beyond the task tolerances (class, boxes, mask)
 };
 
 const char* to_string(CheckStatus status);
@@ -106,7 +106,7 @@ struct Tier1Stats {
   double max_abs_target = 0.0;     // target value at max_abs_index
   double max_rel = 0.0;            // |a-b| / max(|b|, rel_floor)
   std::vector<int64_t> max_rel_index;
-  double rel_floor = 0.0;          // denominator floor used for max_rel
+  double rel_floor = 0.0;                // denominator floor used for max_rel
   double max_abs_reference_value = 0.0;  // max |b| over finite elements (scale of the output)
   int64_t nan_reference = 0;
   int64_t nan_target = 0;
@@ -136,8 +136,8 @@ struct Tier1Stats {
 
 // Tier 3: what a task adapter measured for one task check (output "task:...").
 struct TaskResult {
-  std::string kind;     // "classification", "detection", "segmentation"
-  std::string adapter;  // how the outputs were read: "top1+top5", "anchors+nms=stable", "argmax"
+  std::string kind;                       // "classification", "detection", "segmentation"
+  std::string adapter;                    // how the outputs were read: "top1+top5", "anchors+nms=stable", "argmax"
   std::map<std::string, double> metrics;  // e.g. top1_agreement, matched_fraction, map50, miou
   std::vector<std::string> findings;      // each flip with the reference's margin, what restored agreement
 };
@@ -154,14 +154,14 @@ struct Mitigation {
 };
 
 struct CheckRecord {
-  std::string id;          // "<experiment>/<input>/<reference>~<target>/<output>", stable across commits
+  std::string id;  // "<experiment>/<input>/<reference>~<target>/<output>", stable across commits
   std::string experiment;
   std::string input;
-  std::string reference;   // backend names
+  std::string reference;  // backend names
   std::string target;
-  std::string output;      // output path: "out", "out[0]", "out['boxes']"
+  std::string output;  // output path: "out", "out[0]", "out['boxes']"
   CheckStatus status = CheckStatus::k_pass;
-  std::string message;     // why it failed, errored or was skipped; empty on pass
+  std::string message;  // why it failed, errored or was skipped; empty on pass
   Tolerance tolerance;
   std::optional<ObservedTensor> observed_reference;
   std::optional<ObservedTensor> observed_target;
@@ -169,16 +169,15 @@ struct CheckRecord {
   // Tier 2: where, layer by layer, the target leaves the reference (failing checks with
   // activations: on_failure, every compared check with activations: always).
   std::optional<Localization> localization;
-  std::optional<TaskResult> task;   // tier-3 checks only
+  std::optional<TaskResult> task;        // tier-3 checks only
   std::optional<Mitigation> mitigation;  // failing checks of a `run --mitigate` run
-  double reference_ms = 0.0;        // wall time of one forward (median of repeats)
+  double reference_ms = 0.0;             // wall time of one forward (median of repeats)
   double target_ms = 0.0;
 };
 
 // Builds the stable check id from its parts.
-std::string make_check_id(const std::string& experiment, const std::string& input,
-                          const std::string& reference, const std::string& target,
-                          const std::string& output);
+std::string make_check_id(const std::string& experiment, const std::string& input, const std::string& reference,
+                          const std::string& target, const std::string& output);
 
 struct CommitInfo {
   std::string sha;     // 40 hex digits; "unknown" outside a git repository
@@ -193,7 +192,7 @@ struct ExperimentHeader {
   std::string config_path;
   std::string config_hash;  // git blob id (SHA-1) of the config file's bytes
   std::string model_path;
-  std::string model_hash;   // git blob id (SHA-1) of the model file's bytes
+  std::string model_hash;  // git blob id (SHA-1) of the model file's bytes
   std::vector<std::string> inputs;
   std::string reference;
   std::vector<std::string> targets;
@@ -262,5 +261,8 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages);
 // fuzzers) hold the fast path to.
 RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_messages);
 RunFile read_run_file(const std::string& path);
+// Only the header line of a run file, with read_run_file's checks and messages for
+// it: what a caller needs to start choosing a baseline while the checks are read.
+RunHeader read_run_header(const std::string& path);
 
 }  // namespace driftgate

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/id_order.h"
 #include "differ/baseline_store.h"
 
 namespace driftgate {
@@ -85,8 +86,17 @@ std::vector<const CheckRecord*> by_id(const RunFile& run) {
   }
   auto id_less = [](const CheckRecord* a, const CheckRecord* b) { return a->id < b->id; };
   // A stored baseline is canonical (sorted by id): one linear pass instead of a sort.
-  if (!std::is_sorted(checks.begin(), checks.end(), id_less)) {
-    std::sort(checks.begin(), checks.end(), id_less);
+  if (std::is_sorted(checks.begin(), checks.end(), id_less)) {
+    return checks;
+  }
+  std::vector<std::string_view> ids;
+  ids.reserve(run.checks.size());
+  for (const auto& check : run.checks) {
+    ids.push_back(check.id);
+  }
+  std::vector<size_t> order = id_order(ids);
+  for (size_t i = 0; i < order.size(); ++i) {
+    checks[i] = &run.checks[order[i]];
   }
   return checks;
 }
@@ -162,8 +172,15 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   Accepted accepted = accept(run, base, globs);
   std::string text = header_to_json_line(accepted.header) + "\n";
-  for (const CheckRecord* check : accepted.checks) {
-    text += check_to_json_line(*check);
+  std::string line;
+  for (size_t i = 0; i < accepted.checks.size(); ++i) {
+    line = check_to_json_line(*accepted.checks[i]);
+    if (text.size() + line.size() + 1 > text.capacity()) {
+      // Grown from the mean line so far, not by doubling a gigabyte several times.
+      size_t mean = (text.size() + line.size() + 1) / (i + 1);
+      text.reserve(std::max(text.capacity() * 5 / 4, mean * (accepted.checks.size() + 1) * 9 / 8));
+    }
+    text += line;
     text += '\n';
   }
   text += summary_to_json_line(summarize(accepted.header, accepted.checks)) + "\n";

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 
 #include "core/error.h"
+#include "core/id_order.h"
 
 namespace driftgate {
 
@@ -180,52 +180,77 @@ int64_t DiffResult::count(DiffClass diff_class) const {
   return it == counts.end() ? 0 : it->second;
 }
 
+namespace {
+
+CheckDiff new_check(const CheckRecord& check) {
+  CheckDiff diff{check.id,          check.experiment, DiffClass::k_new,
+                 std::nullopt,      check.status,     std::nullopt,
+                 max_abs_of(check), check.message,    {}};
+  diff.localization = check.localization;
+  return diff;
+}
+
+CheckDiff missing_check(const CheckRecord& check) {
+  return {check.id,     check.experiment, DiffClass::k_missing,
+          check.status, std::nullopt,     max_abs_of(check),
+          std::nullopt, check.message,    {}};
+}
+
+// The indices of `run`'s checks in id order.
+std::vector<size_t> ordered_by_id(const RunFile& run) {
+  std::vector<std::string_view> ids;
+  ids.reserve(run.checks.size());
+  for (const auto& check : run.checks) {
+    ids.push_back(check.id);
+  }
+  return id_order(ids);
+}
+
+// `checks` (in id order) by class severity, keeping id order within a class.
+std::vector<CheckDiff> by_class(std::vector<CheckDiff> checks) {
+  std::vector<size_t> start(std::size(k_class_names) + 1, 0);
+  for (const auto& check : checks) {
+    ++start[static_cast<size_t>(check.diff_class) + 1];
+  }
+  for (size_t i = 1; i < start.size(); ++i) {
+    start[i] += start[i - 1];
+  }
+  std::vector<CheckDiff> sorted(checks.size());
+  for (auto& check : checks) {
+    sorted[start[static_cast<size_t>(check.diff_class)]++] = std::move(check);
+  }
+  return sorted;
+}
+
+}  // namespace
+
 DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options) {
   DiffResult result;
-  // Ids are unique within a file (parse_run rejects duplicates): hash the baseline's
-  // ids once and mark what the run matched.
-  std::unordered_map<std::string_view, size_t> before;
-  before.reserve(baseline.checks.size());
-  for (size_t i = 0; i < baseline.checks.size(); ++i) {
-    before.emplace(baseline.checks[i].id, i);
-  }
-  std::vector<bool> seen(baseline.checks.size(), false);
-  result.checks.reserve(std::max(run.checks.size(), baseline.checks.size()));
-  for (const auto& check : run.checks) {
-    auto it = before.find(check.id);
-    if (it == before.end()) {
-      result.checks.push_back({check.id,
-                               check.experiment,
-                               DiffClass::k_new,
-                               std::nullopt,
-                               check.status,
-                               std::nullopt,
-                               max_abs_of(check),
-                               check.message,
-                               {}});
-      result.checks.back().localization = check.localization;
-      continue;
-    }
-    seen[it->second] = true;
-    result.checks.push_back(compare(baseline.checks[it->second], check, options));
-  }
-  for (size_t i = 0; i < baseline.checks.size(); ++i) {
-    if (!seen[i]) {
-      const CheckRecord& check = baseline.checks[i];
-      result.checks.push_back({check.id,
-                               check.experiment,
-                               DiffClass::k_missing,
-                               check.status,
-                               std::nullopt,
-                               max_abs_of(check),
-                               std::nullopt,
-                               check.message,
-                               {}});
+  // One merge of both files in id order (ids are unique within a file: parse_run
+  // rejects duplicates), then a stable pass by class: the (class, id) order of the
+  // report without comparing a million ids twice or hashing them.
+  std::vector<size_t> run_order = ordered_by_id(run);
+  std::vector<size_t> base_order = ordered_by_id(baseline);
+  std::vector<CheckDiff> checks;
+  checks.reserve(std::max(run.checks.size(), baseline.checks.size()));
+  size_t r = 0;
+  size_t b = 0;
+  while (r < run_order.size() || b < base_order.size()) {
+    const CheckRecord* now = r < run_order.size() ? &run.checks[run_order[r]] : nullptr;
+    const CheckRecord* was = b < base_order.size() ? &baseline.checks[base_order[b]] : nullptr;
+    if (was == nullptr || (now != nullptr && now->id < was->id)) {
+      checks.push_back(new_check(*now));
+      ++r;
+    } else if (now == nullptr || was->id < now->id) {
+      checks.push_back(missing_check(*was));
+      ++b;
+    } else {
+      checks.push_back(compare(*was, *now, options));
+      ++r;
+      ++b;
     }
   }
-  std::sort(result.checks.begin(), result.checks.end(), [](const CheckDiff& a, const CheckDiff& b) {
-    return std::tie(a.diff_class, a.id) < std::tie(b.diff_class, b.id);
-  });
+  result.checks = by_class(std::move(checks));
   for (DiffClass diff_class : all_diff_classes()) {
     result.counts[diff_class] = 0;
   }

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -140,6 +142,46 @@ TEST(Record, RejectsBrokenFilesWithLineNumbers) {
   EXPECT_EQ(parse_error(missing),
             "run.jsonl: the summary does not match the checks (2 claimed, 1 present); the file was edited or is "
             "corrupt");
+}
+
+}  // namespace
+}  // namespace driftgate
+
+namespace driftgate {
+namespace {
+
+std::string header_error(const std::string& path) {
+  try {
+    read_run_header(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// read_run_file sizes its vector of checks from the file size and the first check
+// line; read_run_header reads the first line only, with read_run_file's messages.
+TEST(Record, ReadingFromAFileGivesWhatParsingTheTextGives) {
+  test::TempDir dir;
+  RunFile run = sample_run();
+  std::string text = serialize(run);
+  write_file_atomic(dir / "run.jsonl", "\n" + text);  // a leading empty line is skipped by both
+  RunFile read = read_run_file(dir / "run.jsonl");
+  EXPECT_EQ(serialize(read), text);
+  EXPECT_EQ(header_to_json_line(read_run_header(dir / "run.jsonl")), header_to_json_line(run.header));
+
+  std::string header = text.substr(0, text.find('\n') + 1);
+  std::string first_check = text.substr(header.size(), text.find('\n', header.size()) + 1 - header.size());
+  write_file_atomic(dir / "check_first.jsonl", first_check + header);
+  EXPECT_EQ(
+      header_error(dir / "check_first.jsonl"),
+      dir / "check_first.jsonl" + ":1: the first line must be the run header (\"type\":\"header\"), got type 'check'");
+  write_file_atomic(dir / "empty.jsonl", "");
+  EXPECT_EQ(header_error(dir / "empty.jsonl"),
+            dir / "empty.jsonl" + ": empty or no header line; is this a driftgate run file?");
+  write_file_atomic(dir / "cut.jsonl", header.substr(0, 30));
+  EXPECT_EQ(header_error(dir / "cut.jsonl").rfind(dir / "cut.jsonl" + ":1: not valid JSON", 0), 0U);
+  EXPECT_EQ(header_error(dir / "none.jsonl").rfind(dir / "none.jsonl" + ": cannot open run file", 0), 0U);
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
 #include "core/error.h"
 #include "differ/gate_policy.h"
 #include "tests/differ/test_support.h"
@@ -259,6 +264,82 @@ TEST(Diff, ClassNames) {
     EXPECT_STREQ(e.what(),
                  "unknown diff class 'regresed'; known classes: regressed, crashed, missing, drift_grew, "
                  "task_changed, new, fixed, unchanged");
+  }
+}
+
+}  // namespace
+}  // namespace driftgate
+
+namespace driftgate {
+namespace {
+
+// The merge in id order must give what matching by hash and sorting by (class, id)
+// gave: every check once, with the class compare() gives it. A reference built the
+// plain way, on random runs with shared, new and missing checks in shuffled order.
+TEST(Diff, MergeInIdOrderAgreesWithHashAndSortOnRandomRuns) {
+  using S = CheckStatus;
+  const S statuses[] = {S::k_pass, S::k_fail_numeric, S::k_crash_target, S::k_skipped};
+  std::mt19937 random(7);
+  for (int round = 0; round < 10; ++round) {
+    std::vector<CheckRecord> before;
+    std::vector<CheckRecord> after;
+    for (int i = 0; i < 400; ++i) {
+      std::string input = "img" + std::to_string(random() % 1000) + (random() % 2 == 0 ? "" : "_b");
+      auto check = [&] {
+        S status = statuses[random() % 4];
+        std::optional<double> max_abs;
+        if (status == S::k_pass || status == S::k_fail_numeric) {
+          max_abs = std::ldexp(1.0, -static_cast<int>(random() % 30));
+        }
+        return make_check(input, status, max_abs, status == S::k_pass ? "" : "m" + std::to_string(i));
+      };
+      int where = static_cast<int>(random() % 4);  // both, both, run only, baseline only
+      auto has = [&](const std::vector<CheckRecord>& checks) {
+        return std::any_of(checks.begin(), checks.end(), [&](const CheckRecord& c) { return c.input == input; });
+      };
+      if (where != 3 && !has(after)) {
+        after.push_back(check());
+      }
+      if (where != 2 && !has(before)) {
+        before.push_back(check());
+      }
+    }
+    std::shuffle(before.begin(), before.end(), random);
+    std::shuffle(after.begin(), after.end(), random);
+    RunFile baseline = make_run(k_sha, make_environment(), before);
+    RunFile run = make_run(k_sha, make_environment(), after);
+    DiffResult result = diff_runs(run, baseline);
+
+    std::map<std::string, const CheckRecord*> was;
+    for (const auto& check : before) {
+      was[check.id] = &check;
+    }
+    std::vector<std::pair<DiffClass, std::string>> expected;
+    for (const auto& check : after) {
+      auto it = was.find(check.id);
+      if (it == was.end()) {
+        expected.emplace_back(DiffClass::k_new, check.id);
+        continue;
+      }
+      RunFile one_before = make_run(k_sha, make_environment(), {*it->second});
+      RunFile one_after = make_run(k_sha, make_environment(), {check});
+      expected.emplace_back(diff_runs(one_after, one_before).checks.at(0).diff_class, check.id);
+      was.erase(it);
+    }
+    for (const auto& [id, check] : was) {
+      expected.emplace_back(DiffClass::k_missing, id);
+    }
+    std::sort(expected.begin(), expected.end());
+    ASSERT_EQ(result.checks.size(), expected.size()) << "round " << round;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(result.checks[i].diff_class, expected[i].first) << "round " << round << " at " << i;
+      ASSERT_EQ(result.checks[i].id, expected[i].second) << "round " << round << " at " << i;
+    }
+    int64_t total = 0;
+    for (DiffClass diff_class : all_diff_classes()) {
+      total += result.count(diff_class);
+    }
+    EXPECT_EQ(total, static_cast<int64_t>(expected.size()));
   }
 }
 
