@@ -113,8 +113,10 @@ std::optional<std::string> GithubApi::authenticated_login() {
   try {
     response = m_client.send("GET", m_api_url + "/user");
   } catch (const ApiError& e) {
-    if (e.status() == 403 && e.missing_permission()) {
-      return std::nullopt;  // an installation token: GET /user is for users' tokens only
+    // "... by integration": a GitHub App installation token; GET /user is for users' tokens only.
+    if (e.status() == 403 && e.missing_permission() &&
+        std::string(e.what()).find("not accessible by integration") != std::string::npos) {
+      return std::nullopt;
     }
     throw;
   }

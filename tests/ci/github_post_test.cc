@@ -236,6 +236,13 @@ TEST_F(GithubPostTest, ActionsTokenIsRefusedGetUserAndWritesAsGithubActionsBot) 
   EXPECT_EQ(server->check_runs().size(), 1U) << "an installation token may create check runs";
 }
 
+TEST_F(GithubPostTest, OtherRefusalsOfGetUserAreErrorsNotTheBot) {
+  server->set_token_owner(FakeGithubServer::TokenKind::personal, 583231, "octocat");
+  server->fail_next("GET /user", 403, {}, R"({"message":"Resource not accessible by personal access token"})");
+  EXPECT_THROW(post(failing()), ApiError);
+  EXPECT_TRUE(server->comments(2).empty());
+}
+
 TEST_F(GithubPostTest, CommentAuthorNamesAnotherAppsBot) {
   // A token made for another GitHub App: GET /user refuses it too, and its comments
   // are by that app's bot, which --comment-author names.
