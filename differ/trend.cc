@@ -171,6 +171,74 @@ void find_steps(const EnvSeries& env, const TrendOptions& options, std::vector<S
   }
 }
 
+double median_of(std::vector<double> values) {
+  auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  if (values.size() % 2 == 1) {
+    return *middle;
+  }
+  return (*middle + *std::max_element(values.begin(), middle)) / 2.0;
+}
+
+// Steps at environment changes: for every check in both environments, the median
+// log10(max_abs) of the old key's last min_segment baselines before the change against the
+// new key's first min_segment baselines from it; listed when they differ by min_effect.
+void find_environment_steps(const TrendData& trend, const TrendOptions& options, std::vector<StepChange>& steps) {
+  size_t window = std::max<size_t>(1, options.change_points.min_segment);
+  auto env_of = [&](const std::string& key) -> const EnvSeries* {
+    for (const auto& env : trend.envs) {
+      if (env.env_key == key) {
+        return &env;
+      }
+    }
+    return nullptr;
+  };
+  for (const auto& marker : trend.markers) {
+    const EnvSeries* before = env_of(marker.from_key);
+    const EnvSeries* after = env_of(marker.to_key);
+    if (before == nullptr || after == nullptr) {
+      continue;
+    }
+    std::map<std::string, const CheckSeries*> old_checks;
+    for (const auto& check : before->checks) {
+      old_checks[check.id] = &check;
+    }
+    for (const auto& check : after->checks) {
+      auto old_check = old_checks.find(check.id);
+      if (old_check == old_checks.end()) {
+        continue;
+      }
+      std::vector<double> old_levels;
+      size_t last_before = 0;
+      for (size_t p = before->points.size(); p-- > 0 && old_levels.size() < window;) {
+        double value = old_check->second->max_abs[p];
+        if (before->points[p].commit < marker.commit && !std::isnan(value)) {
+          last_before = std::max(last_before, before->points[p].commit);
+          old_levels.push_back(std::log10(std::max(value, options.error_floor)));
+        }
+      }
+      std::vector<double> new_levels;
+      size_t first_after = trend.commits.size();
+      for (size_t p = 0; p < after->points.size() && new_levels.size() < window; ++p) {
+        double value = check.max_abs[p];
+        if (after->points[p].commit >= marker.commit && !std::isnan(value)) {
+          first_after = std::min(first_after, after->points[p].commit);
+          new_levels.push_back(std::log10(std::max(value, options.error_floor)));
+        }
+      }
+      if (old_levels.empty() || new_levels.empty()) {
+        continue;
+      }
+      double old_level = median_of(old_levels);
+      double new_level = median_of(new_levels);
+      if (std::fabs(new_level - old_level) >= options.change_points.min_effect) {
+        steps.push_back({after->env_key, check.id, last_before, first_after, std::pow(10.0, old_level),
+                         std::pow(10.0, new_level), before->env_key});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 double pass_fraction(const BackendRate& rate) {
@@ -305,6 +373,7 @@ TrendData build_trend(const std::string& branch, std::vector<CommitDetails> comm
   for (const auto& env : trend.envs) {
     find_steps(env, options, trend.steps);
   }
+  find_environment_steps(trend, options, trend.steps);
   std::stable_sort(trend.steps.begin(), trend.steps.end(), [](const StepChange& a, const StepChange& b) {
     if (a.first_after != b.first_after) {
       return a.first_after < b.first_after;

@@ -50,14 +50,17 @@ struct SweepCurve {
   std::vector<double> pass_rate;  // 0..1, same length
 };
 
-// A check whose error level moved between two baselines of the same environment.
+// A check whose error level moved between two baselines of the same environment, or across
+// an environment change (from_env_key set): a library upgrade that moves a check's error
+// starts a new environment key, so the change-point search within one key cannot see it.
 struct StepChange {
   std::string env_key;
   std::string check_id;
-  size_t last_before = 0;  // commit index of the last baseline at the old level
-  size_t first_after = 0;  // commit index of the first baseline at the new level
-  double before = 0.0;     // median max_abs over the old segment
-  double after = 0.0;      // and over the new one
+  size_t last_before = 0;         // commit index of the last baseline at the old level
+  size_t first_after = 0;         // commit index of the first baseline at the new level
+  double before = 0.0;            // median max_abs over the old segment
+  double after = 0.0;             // and over the new one
+  std::string from_env_key = {};  // across an environment change: the old key ("" within env_key)
 };
 
 // Consecutive baselines (in commit order) whose keyed environments differ.

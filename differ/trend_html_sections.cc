@@ -158,7 +158,9 @@ std::string steps_section(const TrendData& trend, const TrendHtmlOptions& option
   std::ostringstream html;
   html << "<h2 id=\"steps\">Step changes</h2>\n<p class=\"note\">Found by binary segmentation on log10(max_abs) of "
           "each check "
-          "within one environment; a step is listed when the level moves by at least the minimum effect. The "
+          "within one environment, and across each environment change (median of the last baselines before it "
+          "against the first after it; the environment column shows old &#8594; new); a step is listed when the "
+          "level moves by at least the minimum effect. The "
           "change happened after the first commit of the range and at or before the second.</p>\n";
   if (trend.steps.empty()) {
     html << "<p>No step changes.</p>\n";
@@ -173,10 +175,11 @@ std::string steps_section(const TrendData& trend, const TrendHtmlOptions& option
     }
     const CommitDetails& after = trend.commits[step.first_after];
     html << "<tr><td>" << commit_cell(trend.commits[step.last_before]) << "..." << commit_cell(after) << "</td><td>"
-         << html_escape(after.subject) << "</td><td><code>" << html_escape(step.env_key) << "</code></td><td><code>"
-         << html_escape(step.check_id) << "</code></td><td class=\"num\">" << html_escape(short_number(step.before))
-         << "</td><td class=\"num\">" << html_escape(short_number(step.after)) << "</td><td>" << step_factor(step)
-         << "</td></tr>\n";
+         << html_escape(after.subject) << "</td><td>"
+         << (step.from_env_key.empty() ? "" : "<code>" + html_escape(step.from_env_key) + "</code> &#8594; ")
+         << "<code>" << html_escape(step.env_key) << "</code></td><td><code>" << html_escape(step.check_id)
+         << "</code></td><td class=\"num\">" << html_escape(short_number(step.before)) << "</td><td class=\"num\">"
+         << html_escape(short_number(step.after)) << "</td><td>" << step_factor(step) << "</td></tr>\n";
   }
   html << "</table>\n";
   if (trend.steps.size() > options.max_step_rows) {

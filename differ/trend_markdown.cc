@@ -99,8 +99,9 @@ void changes(std::ostringstream& md, const TrendData& trend, const TrendMarkdown
     }
     md << "- `" << short_sha(trend.commits[step.last_before].sha) << "..."
        << short_sha(trend.commits[step.first_after].sha) << "` " << markdown_cell_escape(step.check_id) << ": max_abs "
-       << short_number(step.before) << " -> " << short_number(step.after) << " (env `" << step.env_key.substr(0, 8)
-       << "`)\n";
+       << short_number(step.before) << " -> " << short_number(step.after) << " (env "
+       << (step.from_env_key.empty() ? "" : "`" + step.from_env_key.substr(0, 8) + "` -> ") << "`"
+       << step.env_key.substr(0, 8) << "`)\n";
   }
 }
 

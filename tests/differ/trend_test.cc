@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "core/git_repo.h"
 #include "differ/baseline_store.h"
+#include "differ/trend_html.h"
+#include "differ/trend_markdown.h"
 #include "tests/differ/test_support.h"
 
 namespace driftgate {
@@ -186,6 +188,40 @@ TEST(SweepCurveTest, CountsThresholdsAtOrBelowEachAtol) {
   for (size_t i = 1; i < curve.pass_rate.size(); ++i) {
     EXPECT_GE(curve.pass_rate[i], curve.pass_rate[i - 1]);
   }
+}
+
+// An upgrade that moves a check's error starts a new environment key: the step is found across
+// the change (old key's last baselines against the new key's first), and noise is not.
+TEST(TrendEnvironmentStepTest, FindsAStepAtTheEnvironmentChange) {
+  TempDir dir;
+  DirectoryStore store(dir.path());
+  for (size_t c = 0; c < 12; ++c) {
+    double wiggle = (c % 3 == 0 ? 1.2 : c % 3 == 1 ? 0.9 : 1.0);
+    std::vector<CheckRecord> checks;
+    checks.push_back(make_check("in0", CheckStatus::k_pass, (c < 6 ? 1e-7 : 1e-5) * wiggle));
+    checks.push_back(make_check("in1", CheckStatus::k_pass, 3e-6 * wiggle));
+    store.save(make_run(fake_sha(c), make_environment("1", c < 6 ? "2.6.3" : "3.1"), checks));
+  }
+  std::string key_a = make_environment("1", "2.6.3").key();
+  std::string key_b = make_environment("1", "3.1").key();
+  TrendData trend = build_trend("main", fake_commits(12), store, TrendOptions{});
+  ASSERT_EQ(trend.steps.size(), 1u) << "in1 keeps its level across the change";
+  const StepChange& step = trend.steps[0];
+  EXPECT_EQ(step.check_id, "exp/in0/cpu_fp32~onednn_off/out");
+  EXPECT_EQ(step.from_env_key, key_a);
+  EXPECT_EQ(step.env_key, key_b);
+  EXPECT_EQ(step.last_before, 5u);
+  EXPECT_EQ(step.first_after, 6u);
+  EXPECT_NEAR(step.before, 1e-7, 1e-9);
+  EXPECT_NEAR(step.after, 1e-5, 1e-7);
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  EXPECT_NE(html.find("<code>" + key_a + "</code> &#8594; <code>" + key_b + "</code>"), std::string::npos);
+  std::string md = render_trend_markdown(trend, TrendMarkdownOptions{});
+  EXPECT_NE(md.find("(env `" + key_a.substr(0, 8) + "` -> `" + key_b.substr(0, 8) + "`)"), std::string::npos) << md;
+  TrendOptions one_env;
+  one_env.env_key = key_b;
+  EXPECT_TRUE(build_trend("main", fake_commits(12), store, one_env).steps.empty())
+      << "with one environment there is no change to compare across";
 }
 
 TEST(SweepCurveTest, EveryBackendOfAnEnvironmentSharesOneAtolGrid) {

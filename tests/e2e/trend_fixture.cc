@@ -3,7 +3,7 @@
 // format parse_run reads, whatever fields it grows.
 //
 //   trend_fixture --store DIR --shas FILE [--checks N] [--env-switch-at I] [--step-at I]
-//                 [--step-check ID]...
+//                 [--step-check ID]... [--env-step-check ID]...
 //
 // FILE lists commit SHAs oldest first (trend_repo.py prints them). Every commit gets one
 // baseline of experiment "resnet" with N checks (N/4 inputs x 4 targets). Commits before
@@ -11,7 +11,8 @@
 // check's max_abs is a fixed per-check level times +-0.1 decades of deterministic noise;
 // from commit --step-at on, the --step-check checks are at least 1000x worse and fail atol 1e-4,
 // and carry a tier-2 localization (a 24-layer profile diverging from layer2.0.conv1 on) as the
-// runner records for failing checks with activations: on_failure.
+// runner records for failing checks with activations: on_failure. The --env-step-check checks
+// are 100x worse in environment B (an upgrade that moves them: a step at the environment change).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -38,6 +39,7 @@ struct FixtureOptions {
   size_t env_switch_at = 15;
   size_t step_at = 22;
   std::set<std::string> step_checks;
+  std::set<std::string> env_step_checks;
 };
 
 driftgate::Environment environment(const std::string& onednn) {
@@ -150,6 +152,8 @@ FixtureOptions parse(int argc, char** argv) {
       options.step_at = std::stoul(value);
     } else if (name == "--step-check") {
       options.step_checks.insert(value);
+    } else if (name == "--env-step-check") {
+      options.env_step_checks.insert(value);
     } else {
       std::cerr << "trend_fixture: unknown option " << name << "\n";
       std::exit(2);
@@ -206,6 +210,9 @@ int main(int argc, char** argv) {
       for (size_t t = 0; t < k_targets.size(); ++t) {
         double max_abs = levels[i * k_targets.size() + t] * std::pow(10.0, noise(random));
         driftgate::CheckRecord check = make_check(inputs[i], k_targets[t], max_abs);
+        if (c >= options.env_switch_at && options.env_step_checks.count(check.id) != 0) {
+          check = make_check(inputs[i], k_targets[t], max_abs * 100.0);
+        }
         if (c >= options.step_at && options.step_checks.count(check.id) != 0) {
           // 1000x worse, and at least 3x past atol so that the pass rate drops too.
           check = make_check(inputs[i], k_targets[t],

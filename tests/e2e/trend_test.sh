@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # driftgate trend end to end: a repository with 30 commits, two environments (onednn
-# 2.6.3 for commits 1-15, 3.1 from commit 16) and one check 1000x worse from commit 23.
-# The report must list that step at commits 22...23, mark the environment change at
+# 2.6.3 for commits 1-15, 3.1 from commit 16), one check 1000x worse from commit 23 and
+# another 100x worse in the new environment. The report must list the first step at
+# commits 22...23 and the second across the environment change (15...16), mark the change at
 # commit 16, draw the tier-2 profile the stepped check carries once it fails, escape commit
 # text, stay offline, and refuse bad input writing nothing.
 source "$(dirname "$0")/lib.sh"
@@ -12,17 +13,20 @@ repo="$work/repo"
 /usr/bin/python3 "$here/trend_repo.py" --repo "$repo" --commits 30 >"$work/shas.txt"
 mapfile -t sha <"$work/shas.txt"
 stepped='resnet/in1/cpu_fp32~frozen/out'
+upgraded='resnet/in2/cpu_fp32~channels_last/out'
 "$TREND_FIXTURE" --store "$repo/baselines" --shas "$work/shas.txt" --env-switch-at 15 --step-at 22 \
-  --step-check "$stepped"
+  --step-check "$stepped" --env-step-check "$upgraded"
 cd "$repo" || exit 1
 key_a=$(ls baselines | while read -r k; do [[ -f "baselines/$k/${sha[0]}.jsonl" ]] && echo "$k"; done)
 key_b=$(ls baselines | while read -r k; do [[ -f "baselines/$k/${sha[29]}.jsonl" ]] && echo "$k"; done)
 
+h="$work/trend.html"
 expect_exit 0 "trend over both environments" -- "$DRIFTGATE" trend --store baselines --branch main \
   -o "$work/trend.html" --markdown "$work/trend.md"
-expect_contains "$work/stderr" "30 commits, 30 baselines in 2 environment(s), 1 environment change(s), 1 step change(s)" \
-  "exactly one step and one environment change are found (noise does not fire)"
-h="$work/trend.html"
+expect_contains "$work/stderr" "30 commits, 30 baselines in 2 environment(s), 1 environment change(s), 2 step change(s)" \
+  "exactly two steps and one environment change are found (noise does not fire)"
+expect_contains "$h" "${sha[14]:0:7}</code>...<code title=\"${sha[15]}\">${sha[15]:0:7}</code></td><td>change 16</td><td><code>$key_a</code> &#8594; <code>$key_b</code></td><td><code>$upgraded</code>" \
+  "the step at the environment change is listed at commits 15...16, from A to B"
 expect_contains "$h" "${sha[21]:0:7}</code>...<code title=\"${sha[22]}\">${sha[22]:0:7}" \
   "the step is listed at commits 22...23"
 expect_contains "$h" "<code>$stepped</code>" "the step names its check"
