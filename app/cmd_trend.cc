@@ -36,11 +36,11 @@ const CommandHelp k_help{
     "driftgate trend --store DIR --branch REV -o trend.html [--markdown trend.md] [options]",
     "Draws the history of the baselines along the first-parent history of --branch: pass rate per target\n"
     "backend, max error per check (log scale), environment changes on the time axis, step changes (binary\n"
-    "segmentation on log10(max_abs), at least --min-effect decades) with their commit range, the tolerance\n"
-    "sweep of the newest baseline (from recorded min_atol), per-layer errors where records carry tier-2\n"
-    "profiles, and every commit's SHA, subject, author and date. The HTML is one file with inline SVG and\n"
-    "CSS that opens offline. --markdown adds a table and a mermaid chart for a PR comment. Always exits 0\n"
-    "when the report was written.",
+    "segmentation on log10(max_abs) within an environment, and medians across each environment change; at\n"
+    "least --min-effect decades) with their commit range, the tolerance sweep of the newest baseline (from\n"
+    "recorded min_atol), per-layer errors where records carry tier-2 profiles, and every commit's SHA,\n"
+    "subject, author and date. The HTML is one file with inline SVG and CSS that opens offline. --markdown\n"
+    "adds a table and a mermaid chart for a PR comment. Always exits 0 when the report was written.",
     "driftgate trend --store baselines --branch main -o trend.html --markdown trend.md"};
 
 std::optional<TrendRequest> parse_request(CommandContext& context) {
