@@ -218,7 +218,7 @@ void propose_refresh(Report& report, const DiffRequest& request, const RunFile& 
   if (path.empty()) {
     return;
   }
-  write_file_atomic(path, accepted_baseline_text(run, baseline, globs));
+  write_accepted_baseline(path, run, baseline, globs);
   report.proposed_baseline = path;
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace driftgate {
@@ -18,24 +19,6 @@ namespace driftgate {
 namespace {
 
 std::string os_error() { return std::strerror(errno); }
-
-// Writes all of `content` to `fd`, retrying short writes.
-bool write_all(int fd, const std::string& content) {
-  const char* data = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t written = ::write(fd, data, left);
-    if (written < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return false;
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -49,66 +32,10 @@ std::string read_file(const std::string& path) {
   return content.str();
 }
 
-void write_file_atomic(const std::string& requested_path, const std::string& content) {
-  std::string path = requested_path;
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
-    // Replace what the link points to, not the link itself.
-    std::error_code ec;
-    std::filesystem::path target = std::filesystem::canonical(path, ec);
-    if (!ec) {
-      path = target.string();
-    }
-  }
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    if (S_ISDIR(info.st_mode)) {
-      throw Error(requested_path + ": is a directory; name a file to write");
-    }
-    // A device or FIFO (/dev/null, /dev/stdout, a pipe): renaming over it would replace
-    // the device node itself, so write straight into it.
-    int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
-    bool ok = fd >= 0 && write_all(fd, content);
-    std::string failure = ok ? "" : os_error();
-    if (fd >= 0) {
-      ::close(fd);
-    }
-    if (!ok) {
-      throw Error(requested_path + ": cannot write (" + failure + ")");
-    }
-    return;
-  }
-  std::string directory = parent_directory(path);
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) {
-    throw Error(path + ": cannot create directory " + directory + " (" + ec.message() + ")");
-  }
-  std::string temp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(temp.data());
-  if (fd < 0) {
-    throw Error(path + ": cannot create a temporary file in " + directory + " (" + os_error() +
-                "); check that the directory is writable");
-  }
-  ::fchmod(fd, 0644);
-  bool ok = write_all(fd, content) && ::fsync(fd) == 0;
-  std::string failure = ok ? "" : os_error();
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    failure = os_error();
-  }
-  if (ok && ::rename(temp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    failure = os_error();
-  }
-  if (!ok) {
-    ::unlink(temp.c_str());
-    throw Error(path + ": cannot write (" + failure + "); nothing was changed");
-  }
-  int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+void write_file_atomic(const std::string& path, const std::string& content) {
+  AtomicFile file(path);
+  file.write(content);
+  file.commit();
 }
 
 std::string hash_file(const std::string& path) {

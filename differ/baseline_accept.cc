@@ -3,10 +3,12 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/id_order.h"
 #include "differ/baseline_store.h"
@@ -169,22 +171,43 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
   return outcome;
 }
 
-std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  Accepted accepted = accept(run, base, globs);
-  std::string text = header_to_json_line(accepted.header) + "\n";
-  std::string line;
-  for (size_t i = 0; i < accepted.checks.size(); ++i) {
-    line = check_to_json_line(*accepted.checks[i]);
-    if (text.size() + line.size() + 1 > text.capacity()) {
-      // Grown from the mean line so far, not by doubling a gigabyte several times.
-      size_t mean = (text.size() + line.size() + 1) / (i + 1);
-      text.reserve(std::max(text.capacity() * 5 / 4, mean * (accepted.checks.size() + 1) * 9 / 8));
+namespace {
+
+// write_run's text of `accepted`, appended to `out`; `flush(out)` takes (and clears)
+// what is there whenever it holds `chunk` bytes or more, and once at the end.
+template <typename Flush>
+void put_accepted(const Accepted& accepted, std::string& out, size_t chunk, Flush&& flush) {
+  out += header_to_json_line(accepted.header);
+  out += '\n';
+  for (const CheckRecord* check : accepted.checks) {
+    out += check_to_json_line(*check);
+    out += '\n';
+    if (out.size() >= chunk) {
+      flush(out);
     }
-    text += line;
-    text += '\n';
   }
-  text += summary_to_json_line(summarize(accepted.header, accepted.checks)) + "\n";
+  out += summary_to_json_line(summarize(accepted.header, accepted.checks));
+  out += '\n';
+  flush(out);
+}
+
+}  // namespace
+
+std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
+  std::string text;
+  put_accepted(accept(run, base, globs), text, SIZE_MAX, [](std::string&) {});
   return text;
+}
+
+void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
+                             const std::vector<std::string>& globs) {
+  AtomicFile file(path);
+  std::string chunk;
+  put_accepted(accept(run, base, globs), chunk, size_t{1} << 20, [&file](std::string& text) {
+    file.write(text);
+    text.clear();
+  });
+  file.commit();
 }
 
 std::string glob_escape(const std::string& id) {

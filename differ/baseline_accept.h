@@ -51,6 +51,10 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
 // write_run's text of accept_checks(run, base, globs).baseline, without copying a
 // record: the proposed baseline of a failing diff may hold a million checks.
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs);
+// The same text written to `path` as it is produced (core/atomic_file.h), never held
+// in memory whole. Throws driftgate::Error when the file cannot be written.
+void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
+                             const std::vector<std::string>& globs);
 
 // `id` as a glob that matches exactly it (\\ before * ? [ ] and \\).
 std::string glob_escape(const std::string& id);

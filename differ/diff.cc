@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string_view>
 #include <tuple>
 
@@ -119,9 +120,9 @@ void add_experiment_notes(DiffResult& result) {
   }
 }
 
-CheckDiff compare(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
-  CheckDiff diff{after.id,          after.experiment, classify(before, after, options),
-                 before.status,     after.status,     max_abs_of(before),
+// The entry of a check in both files, of class `diff_class` (classify()'s).
+CheckDiff compare(const CheckRecord& before, const CheckRecord& after, DiffClass diff_class) {
+  CheckDiff diff{after.id,          after.experiment, diff_class, before.status, after.status, max_abs_of(before),
                  max_abs_of(after), after.message,    {}};
   diff.localization = after.localization;
   if (diff.diff_class == DiffClass::k_unchanged && before.status != after.status) {
@@ -206,22 +207,6 @@ std::vector<size_t> ordered_by_id(const RunFile& run) {
   return id_order(ids);
 }
 
-// `checks` (in id order) by class severity, keeping id order within a class.
-std::vector<CheckDiff> by_class(std::vector<CheckDiff> checks) {
-  std::vector<size_t> start(std::size(k_class_names) + 1, 0);
-  for (const auto& check : checks) {
-    ++start[static_cast<size_t>(check.diff_class) + 1];
-  }
-  for (size_t i = 1; i < start.size(); ++i) {
-    start[i] += start[i - 1];
-  }
-  std::vector<CheckDiff> sorted(checks.size());
-  for (auto& check : checks) {
-    sorted[start[static_cast<size_t>(check.diff_class)]++] = std::move(check);
-  }
-  return sorted;
-}
-
 }  // namespace
 
 DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options) {
@@ -231,26 +216,44 @@ DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOpti
   // report without comparing a million ids twice or hashing them.
   std::vector<size_t> run_order = ordered_by_id(run);
   std::vector<size_t> base_order = ordered_by_id(baseline);
-  std::vector<CheckDiff> checks;
-  checks.reserve(std::max(run.checks.size(), baseline.checks.size()));
+  // Pass 1: the pairs (run index, baseline index; npos for none) in id order, and their classes.
+  constexpr size_t k_none = SIZE_MAX;
+  struct Pair {
+    size_t now;
+    size_t was;
+    DiffClass diff_class;
+  };
+  std::vector<Pair> pairs;
+  pairs.reserve(std::max(run.checks.size(), baseline.checks.size()));
   size_t r = 0;
   size_t b = 0;
   while (r < run_order.size() || b < base_order.size()) {
     const CheckRecord* now = r < run_order.size() ? &run.checks[run_order[r]] : nullptr;
     const CheckRecord* was = b < base_order.size() ? &baseline.checks[base_order[b]] : nullptr;
     if (was == nullptr || (now != nullptr && now->id < was->id)) {
-      checks.push_back(new_check(*now));
-      ++r;
+      pairs.push_back({run_order[r++], k_none, DiffClass::k_new});
     } else if (now == nullptr || was->id < now->id) {
-      checks.push_back(missing_check(*was));
-      ++b;
+      pairs.push_back({k_none, base_order[b++], DiffClass::k_missing});
     } else {
-      checks.push_back(compare(*was, *now, options));
-      ++r;
-      ++b;
+      pairs.push_back({run_order[r++], base_order[b++], classify(*was, *now, options)});
     }
   }
-  result.checks = by_class(std::move(checks));
+  // Pass 2, once per class in severity order: the entries, built in place.
+  result.checks.reserve(pairs.size());
+  for (DiffClass diff_class : all_diff_classes()) {
+    for (const Pair& pair : pairs) {
+      if (pair.diff_class != diff_class) {
+        continue;
+      }
+      if (pair.was == k_none) {
+        result.checks.push_back(new_check(run.checks[pair.now]));
+      } else if (pair.now == k_none) {
+        result.checks.push_back(missing_check(baseline.checks[pair.was]));
+      } else {
+        result.checks.push_back(compare(baseline.checks[pair.was], run.checks[pair.now], diff_class));
+      }
+    }
+  }
   for (DiffClass diff_class : all_diff_classes()) {
     result.counts[diff_class] = 0;
   }

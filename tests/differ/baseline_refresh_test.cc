@@ -12,6 +12,7 @@
 #include "differ/baseline_accept.h"
 #include "differ/baseline_store.h"
 #include "tests/differ/test_support.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -38,9 +39,9 @@ class RefreshTest : public ::testing::Test {
     repo.git("config user.email ada@example.invalid");
     c1 = repo.commit("c1");
     c2 = repo.commit("c2");
-    DirectoryStore(store).save(make_run(c1, make_environment(),
-                                        {make_check("a", S::k_pass, 1e-7), make_check("b", S::k_pass, 1e-7),
-                                         make_check("gone", S::k_pass, 1e-7)}));
+    DirectoryStore(store).save(make_run(
+        c1, make_environment(),
+        {make_check("a", S::k_pass, 1e-7), make_check("b", S::k_pass, 1e-7), make_check("gone", S::k_pass, 1e-7)}));
     std::ostringstream content;
     write_run(content, make_run(c2, make_environment(),
                                 {make_check("a", S::k_fail_numeric, 0.5), make_check("b", S::k_fail_numeric, 0.25),
@@ -78,8 +79,8 @@ class RefreshTest : public ::testing::Test {
 };
 
 TEST_F(RefreshTest, AcceptTakesOnlySelectedChecksAndLogsWhoWhenWhy) {
-  Invocation result = command(cmd_baseline, {"accept", "exp/a/*", "exp/gone/*", "--reason", "new kernels", "--run",
-                                             run_path});
+  Invocation result =
+      command(cmd_baseline, {"accept", "exp/a/*", "exp/gone/*", "--reason", "new kernels", "--run", run_path});
   EXPECT_EQ(result.code, 0);
   EXPECT_EQ(result.out, "accepted 1 checks and removed 1 into baseline " + key + "/" + c2 + ".jsonl (from baseline " +
                             c1.substr(0, 7) + "); logged at " + store + "/" + key + "/" + c2 + ".accepted.jsonl:1\n");
@@ -126,10 +127,11 @@ TEST_F(RefreshTest, AcceptRefusesWithoutReasonOrMatchAndWritesNothing) {
 TEST_F(RefreshTest, AFailingDiffPrintsTheRefreshCommandAndProposesTheBaseline) {
   Invocation diff = command(cmd_diff, {run_path, "--report", dir / "out/report.json", "--format", "markdown"});
   EXPECT_EQ(diff.code, 1);
-  std::string command_line = "driftgate baseline accept 'exp/a/cpu_fp32~onednn_off/out' "
-                             "'exp/b/cpu_fp32~onednn_off/out' 'exp/gone/cpu_fp32~onednn_off/out' --reason 'WHY THE "
-                             "NEW VALUES ARE RIGHT' --run " +
-                             run_path + " --store " + store + " --repo " + repo.dir();
+  std::string command_line =
+      "driftgate baseline accept 'exp/a/cpu_fp32~onednn_off/out' "
+      "'exp/b/cpu_fp32~onednn_off/out' 'exp/gone/cpu_fp32~onednn_off/out' --reason 'WHY THE "
+      "NEW VALUES ARE RIGHT' --run " +
+      run_path + " --store " + store + " --repo " + repo.dir();
   EXPECT_NE(diff.out.find("`" + command_line + "`"), std::string::npos) << diff.out;
   nlohmann::json report = nlohmann::json::parse(read_file(dir / "out/report.json"));
   EXPECT_EQ(report["refresh"]["command"], command_line);
@@ -140,10 +142,10 @@ TEST_F(RefreshTest, AFailingDiffPrintsTheRefreshCommandAndProposesTheBaseline) {
   EXPECT_EQ(proposed.checks[0].status, S::k_fail_numeric);
 
   // Running the printed command gives exactly the proposed baseline, and the diff then passes.
-  EXPECT_EQ(command(cmd_baseline, {"accept", id_of("a"), id_of("b"), id_of("gone"), "--reason", "ok", "--run",
-                                   run_path})
-                .code,
-            0);
+  EXPECT_EQ(
+      command(cmd_baseline, {"accept", id_of("a"), id_of("b"), id_of("gone"), "--reason", "ok", "--run", run_path})
+          .code,
+      0);
   EXPECT_EQ(read_file(store + "/" + key + "/" + c2 + ".jsonl"), read_file(dir / "out/proposed-baseline.jsonl"));
   EXPECT_EQ(command(cmd_diff, {run_path}).code, 0);
 }
@@ -152,8 +154,9 @@ TEST_F(RefreshTest, ABaselineAcceptedOnTheBranchWinsOverTheMergeBase) {
   repo.git("checkout -q -b feature " + c1);
   std::string f1 = repo.commit("f1");
   std::string f2 = repo.commit("f2");
-  RunFile run = make_run(f1, make_environment(), {make_check("a", S::k_fail_numeric, 0.5),
-                                                  make_check("b", S::k_pass, 1e-7), make_check("gone", S::k_pass, 1e-7)});
+  RunFile run = make_run(
+      f1, make_environment(),
+      {make_check("a", S::k_fail_numeric, 0.5), make_check("b", S::k_pass, 1e-7), make_check("gone", S::k_pass, 1e-7)});
   std::ostringstream content;
   write_run(content, run);
   write_file_atomic(run_path, content.str());
@@ -162,9 +165,9 @@ TEST_F(RefreshTest, ABaselineAcceptedOnTheBranchWinsOverTheMergeBase) {
   DirectoryStore(store).save(run);
   EXPECT_EQ(command(cmd_diff, {run_path, "--base", "main"}).code, 1);
   DirectoryStore(store).remove(key, f1);
-  EXPECT_EQ(command(cmd_baseline, {"accept", "exp/a/*", "--reason", "intended", "--run", run_path, "--base", "main"})
-                .code,
-            0);
+  EXPECT_EQ(
+      command(cmd_baseline, {"accept", "exp/a/*", "--reason", "intended", "--run", run_path, "--base", "main"}).code,
+      0);
   // The run of a later commit of the branch uses the accepted baseline too.
   run.header.commit.sha = f2;
   std::ostringstream later;
@@ -216,28 +219,52 @@ TEST(BaselineAccept, GlobsAndShellWordsAreExact) {
 TEST(BaselineAccept, TheProposedTextIsTheAcceptedBaselineWritten) {
   const std::string base_sha = "0123456789abcdef0123456789abcdef01234567";
   const std::string run_sha = "fedcba9876543210fedcba9876543210fedcba98";
-  RunFile base = test::make_run(base_sha, test::make_environment(),
-                                {test::make_check("z", CheckStatus::k_pass, 1e-6),
-                                 test::make_check("a", CheckStatus::k_pass, 1e-6),
-                                 test::make_check("gone", CheckStatus::k_pass, 1e-6),
-                                 test::make_check("kept", CheckStatus::k_fail_numeric, 0.5, "old")});
-  RunFile run = test::make_run(run_sha, test::make_environment(),
-                               {test::make_check("a", CheckStatus::k_fail_numeric, 0.1, "new"),
-                                test::make_check("kept", CheckStatus::k_pass, 1e-7),
-                                test::make_check("fresh", CheckStatus::k_pass, 1e-7),
-                                test::make_check("z", CheckStatus::k_pass, 2e-6)});
-  for (const std::vector<std::string>& globs : std::vector<std::vector<std::string>>{
-           {"exp/a/*", "exp/gone/*"}, {"exp/*"}, {"nothing"}}) {
+  RunFile base = test::make_run(
+      base_sha, test::make_environment(),
+      {test::make_check("z", CheckStatus::k_pass, 1e-6), test::make_check("a", CheckStatus::k_pass, 1e-6),
+       test::make_check("gone", CheckStatus::k_pass, 1e-6),
+       test::make_check("kept", CheckStatus::k_fail_numeric, 0.5, "old")});
+  RunFile run = test::make_run(
+      run_sha, test::make_environment(),
+      {test::make_check("a", CheckStatus::k_fail_numeric, 0.1, "new"),
+       test::make_check("kept", CheckStatus::k_pass, 1e-7), test::make_check("fresh", CheckStatus::k_pass, 1e-7),
+       test::make_check("z", CheckStatus::k_pass, 2e-6)});
+  for (const std::vector<std::string>& globs :
+       std::vector<std::vector<std::string>>{{"exp/a/*", "exp/gone/*"}, {"exp/*"}, {"nothing"}}) {
     std::ostringstream written;
     write_run(written, accept_checks(run, base, globs).baseline);
     EXPECT_EQ(accepted_baseline_text(run, base, globs), written.str());
   }
+  test::TempDir dir;
+  write_accepted_baseline(dir / "proposed.jsonl", run, base, {"exp/a/*", "exp/gone/*"});
+  EXPECT_EQ(read_file(dir / "proposed.jsonl"), accepted_baseline_text(run, base, {"exp/a/*", "exp/gone/*"}));
   AcceptOutcome outcome = accept_checks(run, base, {"exp/a/*", "exp/gone/*"});
   EXPECT_EQ(outcome.accepted.size(), 1u);
   EXPECT_EQ(outcome.removed.size(), 1u);
   ASSERT_EQ(outcome.baseline.checks.size(), 3u);  // a (from the run), kept and z (from the base), by id
   EXPECT_EQ(outcome.baseline.checks[0].message, "new");
   EXPECT_EQ(outcome.baseline.checks[1].message, "old");
+}
+
+// A proposed baseline of several MiB is written in pieces: the file holds exactly the text.
+TEST(BaselineAccept, AProposedBaselineWrittenInPiecesIsTheWholeText) {
+  std::vector<CheckRecord> base_checks;
+  std::vector<CheckRecord> run_checks;
+  for (int i = 0; i < 12000; ++i) {
+    std::string input = "img" + std::to_string(i);
+    base_checks.push_back(test::make_check(input, CheckStatus::k_pass, 1e-6));
+    run_checks.push_back(test::make_check(input, i % 7 == 0 ? CheckStatus::k_fail_numeric : CheckStatus::k_pass,
+                                          1e-6 * (i % 13), i % 7 == 0 ? "elements outside" : ""));
+  }
+  RunFile base = test::make_run("0123456789abcdef0123456789abcdef01234567", test::make_environment(), base_checks);
+  RunFile run = test::make_run("fedcba9876543210fedcba9876543210fedcba98", test::make_environment(), run_checks);
+  test::TempDir dir;
+  for (const std::vector<std::string>& globs : std::vector<std::vector<std::string>>{{"exp/*"}, {"exp/img1*"}}) {
+    std::string text = accepted_baseline_text(run, base, globs);
+    ASSERT_GT(text.size(), size_t{2} << 20);
+    write_accepted_baseline(dir / "proposed.jsonl", run, base, globs);
+    EXPECT_EQ(read_file(dir / "proposed.jsonl"), text);
+  }
 }
 
 }  // namespace
