@@ -36,6 +36,7 @@ struct RunRequest {
   bool in_process = false;           // no forked children: faster to debug, but a crash ends the run
   std::string shard;                 // "i/N": run the i-th of N deterministic slices (0-based)
   bool mitigate = false;             // search fallbacks for failing targets (runner/mitigation.h)
+  bool trace_timing = false;         // phase durations to stderr (runner/timing_trace.h)
 };
 
 // "2/4" -> {2, 4}. Throws driftgate::Error unless 0 <= i < N.
@@ -60,7 +61,7 @@ ShardInfo parse_shard(const std::string& text) {
 
 const CommandHelp k_help{
     "driftgate run CONFIG.yaml... -o RUN.jsonl [--threads N] [--shard i/N] [--repo DIR] [--in-process] [--mitigate]\n"
-    "    [-q]",
+    "    [-q] [--trace-timing]",
     "Loads every experiment config first (any error: exit 2, nothing written), then runs each model on\n"
     "its reference backend, every target backend and a float64 oracle, each a separately loaded instance\n"
     "in its own forked process, and compares every output leaf of every input (tier 1: shape, dtype,\n"
@@ -81,6 +82,7 @@ const CommandHelp k_help{
 std::optional<RunRequest> parse_request(CommandContext& context) {
   RunRequest request;
   po::options_description options;
+  // clang-format off
   options.add_options()
       ("config", po::value<std::vector<std::string>>(&request.configs),
        "experiment config files (positional, one or more)")
@@ -95,7 +97,11 @@ std::optional<RunRequest> parse_request(CommandContext& context) {
        "run every backend in this process (no isolation: a crash or hang ends the run)")
       ("mitigate", po::bool_switch(&request.mitigate),
        "search fallbacks for failing targets; the winning set and its latency cost go into the records")
-      ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr");
+      ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr")
+      ("trace-timing", po::bool_switch(&request.trace_timing),
+       "print each phase's wall and CPU time to stderr (start, configs, probe, hashes, inputs; per\n"
+       "backend: load, forwards, transfer; comparison; writing), also under -q");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("config", -1);
   po::variables_map variables;
@@ -181,8 +187,8 @@ void print_errors_per_target(const RunFile& run, std::ostream& out) {
   for (const auto& [key, worst] : rows) {
     char line[160];
     if (worst.target_oracle >= 0.0) {
-      std::snprintf(line, sizeof line, "  %-40s %.3g; %.3g (%.3g)\n", key.c_str(), worst.reference,
-                    worst.target_oracle, worst.reference_oracle);
+      std::snprintf(line, sizeof line, "  %-40s %.3g; %.3g (%.3g)\n", key.c_str(), worst.reference, worst.target_oracle,
+                    worst.reference_oracle);
     } else {
       std::snprintf(line, sizeof line, "  %-40s %.3g; no oracle\n", key.c_str(), worst.reference);
     }
@@ -202,8 +208,8 @@ void print_task_and_mitigation_lines(const RunFile& run, std::ostream& out) {
     if (check.task && check.status == CheckStatus::k_pass && printed.insert("t " + key + check.input).second) {
       for (const auto& finding : check.task->findings) {
         if (finding.find("restores the agreement") != std::string::npos) {
-          out << "tier 3 [" << check.experiment << "] " << check.input << " " << check.reference << "~"
-              << check.target << ": " << finding << "\n";
+          out << "tier 3 [" << check.experiment << "] " << check.input << " " << check.reference << "~" << check.target
+              << ": " << finding << "\n";
         }
       }
     }
@@ -223,10 +229,20 @@ int cmd_run(CommandContext& context) {
   if (!request) {
     return 0;
   }
+  const TimingTrace trace = request->trace_timing ? TimingTrace(context.err) : TimingTrace();
+  trace.print_startup();
+  TimingTrace::Phase total(trace, "total after start");
+  TimingTrace::Phase phase(trace, "load configs");
   std::vector<Experiment> experiments = load_all(request->configs);
+  phase.end();
+  TimingTrace::Phase commit_phase(trace, "commit (git HEAD)");
   CommitInfo commit = commit_of(request->repo);
+  commit_phase.end();
+  TimingTrace::Phase probe_phase(trace, "environment probe");
   Environment environment = probe_environment(request->threads);
+  probe_phase.end();
   RunnerOptions options;
+  options.trace = trace;
   options.threads = request->threads;
   options.isolate = !request->in_process;
   options.mitigate = request->mitigate;
@@ -239,9 +255,11 @@ int cmd_run(CommandContext& context) {
   std::ostream& log = request->quiet ? null_stream : context.err;
   RunFile run = run_experiments(experiments, commit, environment, options, log);
 
+  TimingTrace::Phase write_phase(trace, "write run file");
   std::ostringstream text;
   write_run(text, run);
   write_file_atomic(request->output_path, text.str());
+  write_phase.end();
 
   print_errors_per_target(run, log);
   print_task_and_mitigation_lines(run, context.err);

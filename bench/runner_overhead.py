@@ -2,6 +2,7 @@
 """Prints driftgate run's overhead over plain forward passes of the same work.
 
   /usr/bin/python3 bench/runner_overhead.py DRIFTGATE configs/*.yaml [--in-process] [--tier1-only]
+      [--repeat N] [--trace]
 
 Runs `DRIFTGATE run CONFIGS -o <tmp> -q` and times it; then does the same work by hand
 with Debian's torch (the same LibTorch 1.13 underneath): per experiment, load every
@@ -14,6 +15,12 @@ Backends the runner skips (CUDA, float16 on the CPU, nnc_fused) are skipped here
 --tier1-only runs driftgate on copies of the configs (beside them, removed afterwards) with
 `activations: off`, so tier-2 localization of failing checks, which the plain side does not
 do, is left out of the ratio.
+--repeat N alternates the two sides N times (default 1) and prints the medians: a busy
+machine moves single runs by tens of percent. CPU time (user + sys: driftgate's process
+and its forked children; the plain side's process during the timed parts) is printed
+beside wall time, with its own ratio; it moves less than wall time when other processes
+compete for the cores. --trace prints the plain side's load and forwards per backend and
+runs driftgate with --trace-timing, so the two sides can be compared phase by phase.
 Nothing is asserted: this is a measurement.
 """
 import os
@@ -61,7 +68,8 @@ def image_input(spec, base):
     return (x - mean) / std
 
 
-def plain_work(config):
+def plain_work(config, trace=False):
+    """Loads and runs every backend of `config` as driftgate does; returns (wall s, CPU s) of that."""
     base = os.path.dirname(config)
     with open(config) as f:
         experiment = yaml.safe_load(f)
@@ -73,11 +81,14 @@ def plain_work(config):
     if experiment.get("oracle", True):
         specs.append({"dtype": "float64"})
         repeats.append(1)
+    names.append("oracle_fp64")
     total = 0.0
-    for spec, count in zip(specs, repeats):
+    total_cpu = 0.0
+    for name, spec, count in zip(names, specs, repeats):
         if spec is None or spec.get("device") == "cuda" or spec.get("graph") == "fused":
             continue
         start = time.perf_counter()
+        start_cpu = time.process_time()
         model = torch.jit.load(os.path.join(base, experiment["model"])).eval()
         dtype = DTYPES[spec.get("dtype", "float32")]
         if not spec.get("autocast") and dtype != torch.float32:
@@ -94,15 +105,40 @@ def plain_work(config):
             elif graph == "xnnpack":
                 from torch.utils.mobile_optimizer import optimize_for_mobile
                 model = optimize_for_mobile(model)
+            loaded, loaded_cpu = time.perf_counter(), time.process_time()
+            if trace:
+                print(f"trace: plain: {config}: {name}: load: {(loaded - start) * 1e3:.1f} ms wall, "
+                      f"{(loaded_cpu - start_cpu) * 1e3:.1f} ms CPU", file=sys.stderr)
             with torch.no_grad(), torch.cpu.amp.autocast(enabled=bool(spec.get("autocast")), dtype=torch.bfloat16):
-                for x in inputs:
+                for index, x in enumerate(inputs):
                     x = x if spec.get("autocast") else x.to(dtype)
                     if spec.get("memory_format") == "channels_last":
                         x = x.contiguous(memory_format=torch.channels_last)
+                    before, before_cpu = time.perf_counter(), time.process_time()
                     for _ in range(count):
                         model(x)
+                    if trace:
+                        print(f"trace: plain: {config}: {name}: input {index}: {count} forwards: "
+                              f"{(time.perf_counter() - before) * 1e3:.1f} ms wall, "
+                              f"{(time.process_time() - before_cpu) * 1e3:.1f} ms CPU", file=sys.stderr)
         total += time.perf_counter() - start
-    return total
+        total_cpu += time.process_time() - start_cpu
+    return total, total_cpu
+
+
+def run_driftgate(driftgate, configs, extra):
+    """Runs driftgate on `configs`; returns (wall s, CPU s of it and its forked children)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        proc = subprocess.Popen([driftgate, "run", *configs, "-o", os.path.join(tmp, "run.jsonl"), "-q", *extra])
+        _, _, usage = os.wait4(proc.pid, 0)
+        return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def main():
@@ -110,9 +146,16 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     driftgate = sys.argv[1]
-    tier1_only = "--tier1-only" in sys.argv[2:]
-    extra = [a for a in sys.argv[2:] if a.startswith("--") and a != "--tier1-only"]
-    configs = [a for a in sys.argv[2:] if not a.startswith("--")]
+    args = sys.argv[2:]
+    repeat = 1
+    if "--repeat" in args:
+        at = args.index("--repeat")
+        repeat = max(1, int(args[at + 1]))
+        del args[at:at + 2]
+    tier1_only = "--tier1-only" in args
+    trace = "--trace" in args
+    extra = [a for a in args if a.startswith("--") and a not in ("--tier1-only", "--trace")]
+    configs = [a for a in args if not a.startswith("--")]
     copies = []
     try:
         run_configs = configs
@@ -126,19 +169,26 @@ def main():
                     yaml.safe_dump(document, f)
                 copies.append(copy)
             run_configs = copies
-        with tempfile.TemporaryDirectory() as tmp:
-            start = time.perf_counter()
-            subprocess.run([driftgate, "run", *run_configs, "-o", os.path.join(tmp, "run.jsonl"), "-q", *extra],
-                           check=False)
-            runner = time.perf_counter() - start
+        runs, plains = [], []
+        for _ in range(repeat):
+            runs.append(run_driftgate(driftgate, run_configs, extra + (["--trace-timing"] if trace else [])))
+            works = [plain_work(c, trace) for c in configs]
+            plains.append((sum(w[0] for w in works), sum(w[1] for w in works)))
     finally:
         for copy in copies:
             os.unlink(copy)
     if tier1_only:
         extra.append("--tier1-only")
-    plain = sum(plain_work(c) for c in configs)
+    runner, runner_cpu = median([r[0] for r in runs]), median([r[1] for r in runs])
+    plain, plain_cpu = median([p[0] for p in plains]), median([p[1] for p in plains])
+    if repeat > 1:
+        for index, (r, p) in enumerate(zip(runs, plains)):
+            print(f"  try {index + 1}: driftgate {r[0]:.2f} s ({r[1]:.2f} s CPU), plain {p[0]:.2f} s ({p[1]:.2f} s CPU): "
+                  f"{r[0] / p[0]:.2f} wall, {r[1] / p[1]:.2f} CPU")
+    label = "median of " + str(repeat) if repeat > 1 else "one try"
     print(f"driftgate run {' '.join(extra) or '(isolated)'}: {runner:.2f} s; plain loads + forwards: {plain:.2f} s; "
-          f"overhead ratio {runner / plain:.2f}")
+          f"overhead ratio {runner / plain:.2f} ({label}); CPU {runner_cpu:.2f} s vs {plain_cpu:.2f} s: "
+          f"CPU ratio {runner_cpu / plain_cpu:.2f}")
     return 0
 
 

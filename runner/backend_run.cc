@@ -141,7 +141,7 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
 // inputs in order, reporting each, then exits. The parent mirrors this order.
 [[noreturn]] void child_main(int fd, const std::vector<Stage>& stages, const BackendSource& source,
                              const std::vector<at::Tensor>& inputs, size_t first_stage, size_t first_position,
-                             std::vector<bool> reference_failed) {
+                             std::vector<bool> reference_failed, const TimingTrace& trace) {
   for (size_t stage = first_stage; stage < stages.size(); ++stage) {
     std::vector<size_t> indices = stage_inputs(stage, inputs.size(), reference_failed);
     if (indices.empty()) {
@@ -149,7 +149,9 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
     }
     const uint32_t tag = static_cast<uint32_t>(stage);
     std::optional<BackendInstance> instance;
+    const std::string traced = source.config_path + ": child: " + stages[stage].spec.name;
     try {
+      TimingTrace::Phase phase(trace, traced + ": load");
       instance.emplace(BackendInstance::load(stages[stage].spec, source));
     } catch (const Error& e) {
       send(fd, k_load_error, tag, 0, e.what());
@@ -176,7 +178,11 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
       const size_t index = indices[position];
       try {
         std::vector<c10::IValue> outputs;
+        TimingTrace::Phase forwards_phase(trace, traced + ": input " + std::to_string(index) + ": " +
+                                                     std::to_string(stages[stage].repeats) + " forwards");
         std::vector<double> times = timed_forwards(*instance, inputs[index], stages[stage].repeats, outputs);
+        forwards_phase.end();
+        TimingTrace::Phase send_phase(trace, traced + ": input " + std::to_string(index) + ": pickle and send");
         c10::List<double> time_list;
         for (double time : times) {
           time_list.push_back(time);
@@ -187,7 +193,8 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
       } catch (const std::exception& e) {
         const Error* error = dynamic_cast<const Error*>(&e);
         send(fd, k_forward_error, tag, static_cast<uint32_t>(index),
-             error != nullptr ? std::string(e.what()) : "sending the outputs to the runner failed: " + torch_error_summary(e));
+             error != nullptr ? std::string(e.what())
+                              : "sending the outputs to the runner failed: " + torch_error_summary(e));
         if (stage == 0) {
           reference_failed[index] = true;
         }
@@ -227,7 +234,8 @@ std::string format_seconds(double seconds) {
 }  // namespace
 
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
-                                     const std::vector<at::Tensor>& inputs, double timeout_s) {
+                                     const std::vector<at::Tensor>& inputs, double timeout_s,
+                                     const TimingTrace& trace) {
   std::vector<BackendRun> runs(stages.size());
   for (BackendRun& run : runs) {
     run.inputs.resize(inputs.size());
@@ -257,6 +265,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     if (::pipe(fds) != 0) {
       throw Error(who(stage) + ": cannot create a pipe for an isolated check: " + std::strerror(errno));
     }
+    TimingTrace::Phase fork_phase(trace, source.config_path + ": parent: fork");
     pid_t pid = ::fork();
     if (pid < 0) {
       ::close(fds[0]);
@@ -265,8 +274,9 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     }
     if (pid == 0) {
       ::close(fds[0]);
-      child_main(fds[1], stages, source, inputs, stage, position, reference_failed);
+      child_main(fds[1], stages, source, inputs, stage, position, reference_failed, trace);
     }
+    fork_phase.end();
     ::close(fds[1]);
     bool loaded = false;
     while (stage < stages.size()) {
@@ -274,9 +284,9 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
       ReadResult result = receive(fds[0], message, Clock::now() + limit);
       if (result != ReadResult::k_ok) {
         const bool timed_out = result == ReadResult::k_timeout;
-        const std::string died = timed_out ? "did not finish within timeout_s " + format_seconds(timeout_s) +
-                                                 " and was killed"
-                                           : "died: " + describe_exit(reap(pid, false));
+        const std::string died =
+            timed_out ? "did not finish within timeout_s " + format_seconds(timeout_s) + " and was killed"
+                      : "died: " + describe_exit(reap(pid, false));
         if (timed_out) {
           reap(pid, true);
         }
@@ -322,6 +332,8 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
           ++position;
           break;
         case k_forwards: {
+          TimingTrace::Phase phase(trace, source.config_path + ": parent: " + stages[stage].spec.name + ": input " +
+                                              std::to_string(message.index) + ": unpickle and repeat statistics");
           std::vector<char> bytes(message.payload.begin(), message.payload.end());
           c10::IValue payload = torch::jit::pickle_load(bytes);
           const auto& parts = payload.toTupleRef().elements();
@@ -348,6 +360,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     }
     ::close(fds[0]);
     if (stage >= stages.size()) {
+      TimingTrace::Phase phase(trace, source.config_path + ": parent: wait for the child to exit");
       reap(pid, false);
     }
   }

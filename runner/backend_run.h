@@ -28,6 +28,7 @@
 
 #include "core/experiment.h"
 #include "runner/backend.h"
+#include "runner/timing_trace.h"
 
 namespace driftgate {
 
@@ -75,9 +76,12 @@ struct Stage {
 // Runs `stages` in order in forked children, one BackendRun per stage. Stage 0 is
 // the reference: it runs every input; the other stages run only the inputs on which
 // it produced outputs, and nothing when it could not load or is skipped.
-// `timeout_s` bounds each load and each input's forwards.
+// `timeout_s` bounds each load and each input's forwards. `trace` (when enabled)
+// gets the child's load, forwards and send per stage and input, and the parent's
+// receive per message.
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
-                                     const std::vector<at::Tensor>& inputs, double timeout_s);
+                                     const std::vector<at::Tensor>& inputs, double timeout_s,
+                                     const TimingTrace& trace = TimingTrace());
 
 // Median time and run-to-run variance of repeated outputs.
 Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> times_ms);

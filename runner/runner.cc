@@ -17,6 +17,7 @@
 #include "core/torchscript_archive.h"
 #include "runner/backend.h"
 #include "runner/backend_run.h"
+#include "runner/file_hashes.h"
 #include "runner/inputs.h"
 #include "runner/mitigation.h"
 #include "runner/tier1.h"
@@ -30,9 +31,7 @@ ExperimentHeader make_header(const Experiment& experiment) {
   ExperimentHeader header;
   header.name = experiment.name;
   header.config_path = experiment.config_path;
-  header.config_hash = hash_file(experiment.config_path);
-  header.model_path = experiment.model_path;
-  header.model_hash = hash_file(experiment.model_path);
+  header.model_path = experiment.model_path;  // the hashes come from FileHashes
   for (const auto& input : experiment.inputs) {
     header.inputs.push_back(input.name);
   }
@@ -89,6 +88,7 @@ class ExperimentRun {
         m_source{experiment.config_path, experiment.model_path, options.threads},
         m_backend_options{experiment.repeats, experiment.timeout_s, options.isolate},
         m_log(log),
+        m_trace(options.trace),
         m_grid(inputs.size(), std::vector<std::vector<CheckRecord>>(experiment.targets.size())) {}
 
   std::vector<CheckRecord> run() {
@@ -100,8 +100,12 @@ class ExperimentRun {
       for (const BackendSpec& target : m_experiment.targets) {
         stages.push_back({target, m_experiment.repeats});
       }
-      m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s);
+      TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": isolated backends (fork to last output)");
+      m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s, m_trace);
     }
+    TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": " +
+                                          (m_backend_options.isolate ? "comparison, oracle, tier 2 and 3"
+                                                                     : "backends, comparison, oracle, tier 2 and 3"));
     run_reference();
     if (m_experiment.oracle) {
       run_oracle();
@@ -109,6 +113,7 @@ class ExperimentRun {
     for (size_t t = 0; t < m_experiment.targets.size(); ++t) {
       run_target(t);
     }
+    phase.end();
     std::vector<CheckRecord> records;
     for (auto& per_input : m_grid) {
       for (auto& per_target : per_input) {
@@ -392,6 +397,7 @@ class ExperimentRun {
   BackendSource m_source;
   BackendRunOptions m_backend_options;
   std::ostream& m_log;
+  const TimingTrace& m_trace;
   std::optional<BackendInstance> m_reference_instance;  // in-process runs only (for the aliasing check)
   BackendRun m_reference_run;
   std::vector<BackendRun> m_isolated_runs;                    // isolated: reference, oracle (if on), targets
@@ -442,6 +448,14 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
   }
   run.header.shard = options.shard;
   const std::vector<Experiment> slice = shard_slice(experiments, options.shard);
+  // Content hashes of every config and model, computed by a forked process while
+  // this one makes inputs and waits for the experiments' children.
+  std::vector<std::string> hashed_paths;
+  for (const Experiment& experiment : experiments) {
+    hashed_paths.push_back(experiment.config_path);
+    hashed_paths.push_back(experiment.model_path);
+  }
+  FileHashes hashes = FileHashes::start(std::move(hashed_paths));
   for (size_t index = 0; index < slice.size(); ++index) {
     const Experiment& experiment = slice[index];
     std::vector<at::Tensor> tensors;
@@ -449,11 +463,15 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       // Every shard's header describes the whole suite (merge requires the same
       // experiments in every file); only the checks are the slice's.
       run.header.experiments.push_back(make_header(experiments[index]));
+      TimingTrace::Phase input_phase(options.trace, experiment.config_path + ": make inputs");
       for (const auto& spec : experiment.inputs) {
         tensors.push_back(make_input(spec));
       }
+      input_phase.end();
       // A file that is no TorchScript archive at all is a config error, not a crash_ref.
+      TimingTrace::Phase archive_phase(options.trace, experiment.config_path + ": model archive pre-flight");
       std::string problem = torchscript_archive_problem(experiments[index].model_path);
+      archive_phase.end();
       if (!problem.empty()) {
         throw Error("model file '" + experiments[index].model_path + "' " + problem);
       }
@@ -486,6 +504,13 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       mitigate_failures(slice[e], records, run_variant, log);
     }
     std::move(records.begin(), records.end(), std::back_inserter(run.checks));
+  }
+  TimingTrace::Phase hash_phase(options.trace, "wait for the config and model hashes");
+  const std::vector<std::string> hashed = hashes.wait();
+  hash_phase.end();
+  for (size_t index = 0; index < run.header.experiments.size(); ++index) {
+    run.header.experiments[index].config_hash = hashed[2 * index];
+    run.header.experiments[index].model_hash = hashed[2 * index + 1];
   }
   run.summary = summarize(run.header, run.checks);
   return run;

@@ -15,6 +15,7 @@
 #include "core/environment.h"
 #include "core/experiment.h"
 #include "core/record.h"
+#include "runner/timing_trace.h"
 
 namespace driftgate {
 
@@ -35,6 +36,9 @@ struct RunnerOptions {
   // `run --mitigate`: for every target with failing checks, try fallbacks (runner/mitigation.h)
   // and record the smallest set that restores agreement, with its latency cost.
   bool mitigate = false;
+  // `run --trace-timing`: phase durations (inputs, hashes, each backend's load and
+  // forwards in the child, transfer, comparison) to stderr. Disabled by default.
+  TimingTrace trace;
 };
 
 // The experiments with only the inputs of `shard` (an experiment may keep none).

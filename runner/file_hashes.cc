@@ -1,0 +1,163 @@
+#include "runner/file_hashes.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "core/error.h"
+#include "core/file_util.h"
+
+namespace driftgate {
+namespace {
+
+// Hasher -> runner: per path, a status ('H' hash, 'E' error), a length and the text.
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t written = ::write(fd, data, size);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      return false;
+    }
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
+bool send(int fd, char status, const std::string& text) {
+  const uint32_t size = static_cast<uint32_t>(text.size());
+  char header[5];
+  header[0] = status;
+  std::memcpy(header + 1, &size, 4);
+  return write_all(fd, header, sizeof header) && write_all(fd, text.data(), text.size());
+}
+
+bool read_all(int fd, char* data, size_t size) {
+  while (size > 0) {
+    ssize_t got = ::read(fd, data, size);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return false;
+    }
+    data += got;
+    size -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Hashes in order, stopping at the first error: (hashes, error).
+std::pair<std::vector<std::string>, std::string> hash_all(const std::vector<std::string>& paths) {
+  std::vector<std::string> hashes;
+  try {
+    for (const std::string& path : paths) {
+      hashes.push_back(hash_file(path));
+    }
+  } catch (const Error& e) {
+    return {hashes, e.what()};
+  }
+  return {hashes, ""};
+}
+
+}  // namespace
+
+FileHashes FileHashes::start(std::vector<std::string> paths) {
+  FileHashes hashes;
+  hashes.m_paths = std::move(paths);
+  int fds[2];
+  pid_t pid = -1;
+  if (::pipe(fds) == 0) {
+    pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+  }
+  if (pid < 0) {
+    std::tie(hashes.m_hashes, hashes.m_error) = hash_all(hashes.m_paths);
+    return hashes;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto [done, error] = hash_all(hashes.m_paths);
+    bool sent = true;
+    for (const std::string& hash : done) {
+      sent = sent && send(fds[1], 'H', hash);
+    }
+    if (!error.empty()) {
+      sent = sent && send(fds[1], 'E', error);
+    }
+    ::_exit(sent ? 0 : 1);
+  }
+  ::close(fds[1]);
+  hashes.m_pid = pid;
+  hashes.m_fd = fds[0];
+  return hashes;
+}
+
+FileHashes::FileHashes(FileHashes&& other) noexcept
+    : m_paths(std::move(other.m_paths)),
+      m_hashes(std::move(other.m_hashes)),
+      m_error(std::move(other.m_error)),
+      m_pid(std::exchange(other.m_pid, -1)),
+      m_fd(std::exchange(other.m_fd, -1)) {}
+
+FileHashes::~FileHashes() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+  if (m_pid > 0) {
+    ::kill(m_pid, SIGKILL);  // nobody wants its hashes (the run stopped on an error)
+    int status = 0;
+    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+std::vector<std::string> FileHashes::wait() {
+  if (m_pid > 0) {
+    while (m_hashes.size() < m_paths.size()) {
+      char header[5];
+      uint32_t size = 0;
+      if (!read_all(m_fd, header, sizeof header)) {
+        break;
+      }
+      std::memcpy(&size, header + 1, 4);
+      std::string text(size, '\0');
+      if (!read_all(m_fd, text.data(), size)) {
+        break;
+      }
+      if (header[0] != 'H') {
+        m_error = text;
+        break;
+      }
+      m_hashes.push_back(std::move(text));
+    }
+    ::close(m_fd);
+    m_fd = -1;
+    int status = 0;
+    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    m_pid = -1;
+    if (m_error.empty() && m_hashes.size() < m_paths.size()) {
+      m_error = m_paths[m_hashes.size()] + ": cannot hash (the hashing process " +
+                (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status)) : "exited early") +
+                "); run again";
+    }
+  }
+  if (!m_error.empty()) {
+    throw Error(m_error);
+  }
+  return m_hashes;
+}
+
+}  // namespace driftgate
