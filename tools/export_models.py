@@ -4,8 +4,10 @@
 Models are generated, never committed: real torchvision architectures with seeded
 random weights. Seeded random init gives degenerate outputs for several models
 (efficientnet_b0 ~1e-14, mobilenet_v3_small ~2e-9, vit_b_16 exactly 0), which would
-make any tolerance pass, so every BatchNorm gets random running statistics and
-affine parameters, and the classifier head is rescaled so outputs are O(1).
+make any tolerance pass, so every BatchNorm gets random affine parameters and, for
+the demo models, running statistics measured on a random batch (calibrate_batchnorm),
+a zero-initialized head (ViT's) gets random weights, and the head is rescaled so
+outputs are O(1) and depend on the input (tests/tools/export_models_test.py).
 
 Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
   /usr/bin/python3 tools/export_models.py demo  --out models/      # the demo suite
@@ -45,6 +47,31 @@ def randomize_batchnorm(model, generator):
                     module.bias.copy_(torch.randn(n, generator=generator) * 0.1)
 
 
+def calibrate_batchnorm(model, batch):
+    """Sets every BatchNorm's running statistics to those its input has when `batch` runs.
+
+    Random statistics alone leave deep models almost input-independent: with them, two
+    different images gave mobilenet_v3_small outputs (std 1) that differed by 3e-7,
+    efficientnet_b0 by 2e-7 and lraspp's by 0.004, so every backend agreed on a constant
+    and the demo measured nothing. With measured statistics each layer passes an O(1),
+    input-dependent signal on, as in a trained network. Dropout and stochastic depth stay
+    in eval mode; affine parameters are kept."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    momenta = [m.momentum for m in norms]
+    model.eval()
+    for module in norms:
+        module.reset_running_stats()
+        module.momentum = None  # a cumulative average: after one batch, exactly its statistics
+        module.train()
+    with torch.no_grad():
+        model(batch)
+    for module, momentum in zip(norms, momenta):
+        module.momentum = momentum
+    model.eval()
+
+
 def last_linear(model):
     linears = [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
     return linears[-1]
@@ -52,11 +79,16 @@ def last_linear(model):
 
 def rescale_head(model, example, output_of):
     """Scales the last layer so the output's standard deviation is about 1."""
+    head = last_linear(model)
     with torch.no_grad():
+        if not head.weight.any():
+            # torchvision's ViT starts with an all-zero head: every output would be exactly 0.
+            generator = torch.Generator().manual_seed(0)
+            fan_in = head.weight[0].numel()
+            head.weight.copy_(torch.randn(head.weight.shape, generator=generator) * fan_in**-0.5)
         std = float(output_of(model(example)).float().std())
         if std == 0.0 or std != std:
             raise RuntimeError("model output is constant even after BatchNorm randomization")
-        head = last_linear(model)
         head.weight.mul_(1.0 / std)
         if head.bias is not None:
             head.bias.mul_(1.0 / std)
@@ -106,13 +138,25 @@ def export_demo(out):
     torch.manual_seed(0)
     example = torch.randn(1, 3, 224, 224, generator=generator)
     for name in ("resnet18", "mobilenet_v3_small"):
-        model = getattr(torchvision.models, name)(weights=None)
-        randomize_batchnorm(model, generator)
+        model = demo_classifier(name, generator)
         export(model, example, os.path.join(out, f"{name}.pt"))
     seg = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
     randomize_batchnorm(seg, generator)
+    calibrate_batchnorm(seg, torch.randn(4, 3, 160, 160, generator=generator))
     small = torch.randn(1, 3, 160, 160, generator=generator)
     export(seg, small, os.path.join(out, "lraspp_mobilenet_v3_large.pt"), output_of=lambda y: y["out"], strict=False)
+
+
+def demo_classifier(name_or_model, generator, size=224):
+    """A torchvision classifier (a name, or a model already built) with random affine BatchNorm
+    parameters and running statistics measured on a random batch of `size`x`size` images."""
+    import torchvision
+    model = name_or_model
+    if isinstance(name_or_model, str):
+        model = getattr(torchvision.models, name_or_model)(weights=None)
+    randomize_batchnorm(model, generator)
+    calibrate_batchnorm(model, torch.randn(8, 3, size, size, generator=generator))
+    return model
 
 
 def export_test(out):

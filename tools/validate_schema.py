@@ -3,7 +3,8 @@
 
   tools/validate_schema.py experiment configs/*.yaml
   tools/validate_schema.py run out/run.jsonl
-Exit 0 when every document is valid, 1 otherwise (each problem printed as file:line: message).
+Exit 0 when every document is valid, 1 otherwise (each problem printed as file:line: message;
+a file that is not YAML or JSON is invalid too), 2 on usage errors or an unreadable file.
 """
 import json
 import os
@@ -31,11 +32,28 @@ def main():
     documents = 0
     invalid = 0
     for path in paths:
-        with open(path) as f:
-            if kind == "experiment":
-                items = [(1, yaml.safe_load(f))]
-            else:
-                items = [(n, json.loads(line)) for n, line in enumerate(f, 1) if line.strip()]
+        try:
+            with open(path) as f:
+                if kind == "experiment":
+                    items = [(1, yaml.safe_load(f))]
+                else:
+                    items = [(n, json.loads(line)) for n, line in enumerate(f, 1) if line.strip()]
+        except OSError as error:
+            print(f"{path}: cannot read: {error.strerror}")
+            return 2
+        except yaml.MarkedYAMLError as error:
+            mark = error.problem_mark
+            print(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {error.problem}")
+            documents += 1
+            invalid += 1
+            problems += 1
+            continue
+        except json.JSONDecodeError as error:
+            print(f"{path}: not valid JSON: {error}")
+            documents += 1
+            invalid += 1
+            problems += 1
+            continue
         for line, document in items:
             documents += 1
             errors = list(validator.iter_errors(document))

@@ -6,6 +6,7 @@ mkdir -p "$work/configs"
 cp "$data"/*.yaml "$work/configs/"
 echo "a model file only needs to exist for these errors" >"$work/tiny.pt"
 cd "$work/configs" || exit 1
+before=$(find "$work" | sort)
 count=0
 for config in *.yaml; do
   name=${config%.yaml}
@@ -19,6 +20,11 @@ for config in *.yaml; do
   expect_missing "$work/out/$name.jsonl" "$name writes no run file"
   count=$((count + 1))
 done
+# Nothing at all: no output folder, no temporary file, nothing beside the configs.
+after=$(find "$work" -path "$work/stdout" -prune -o -path "$work/stderr" -prune -o -path "$work/diff" -prune -o -print | sort)
+checks=$((checks + 1))
+if [[ "$after" == "$before" ]]; then echo "ok: the malformed configs wrote nothing anywhere"; else
+  failures=$((failures + 1)); echo "FAIL: files appeared:"; diff <(echo "$before") <(echo "$after"); fi
 checks=$((checks + 1))
 if [[ $count -lt 10 ]]; then
   failures=$((failures + 1))

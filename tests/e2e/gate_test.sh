@@ -25,7 +25,8 @@ git add -A && git commit -qm "tiny model"
 
 expect_exit 0 "first run passes" -- "$DRIFTGATE" run configs/tiny.yaml -o "$work/run1.jsonl"
 expect_contains "$work/run1.jsonl" '"expected_checks":6,"checks":6' "summary: 2 inputs x 3 targets x 1 output = 6 checks"
-expect_contains "$work/run1.jsonl" "\"sha\":\"$(git rev-parse HEAD)\"" "the run header carries the commit"
+expect_contains "$work/run1.jsonl" "\"commit\":{\"sha\":\"$(git rev-parse HEAD)\",\"branch\":\"main\",\"dirty\":false}" \
+  "the run header carries the commit, its branch and a clean tree"
 expect_contains "$work/run1.jsonl" '"id":"tiny/noise0/cpu_fp32~onednn_off/out"' "check ids are readable"
 expect_exit 0 "the run file validates against schema/record.schema.json" -- \
   /usr/bin/python3 "$tools/validate_schema.py" run "$work/run1.jsonl"
@@ -60,6 +61,26 @@ expect_contains "$work/stdout" "regressed" "the summary names the class"
 expect_contains "$work/stdout" "### Regressed" "the summary lists the regressed checks"
 expect_contains "$work/stdout" "- \`tiny/noise0/cpu_fp32~" "the summary names a regressed check by id"
 expect_contains "$work/stdout" "model changed" "the summary says the model changed"
+# Exactly the checks that fail in run3 (all passed in the baseline) are named as regressed.
+failing=$(/usr/bin/python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    record = json.loads(line)
+    if record["type"] == "check" and record["status"] != "pass":
+        print(record["id"])' "$work/run3.jsonl" | sort)
+named=$(sed -n '/^### Regressed/,/^### /p' "$work/stdout" | grep -o '^- `tiny/[^`]*`' | tr -d '`' | cut -c3- | sort)
+checks=$((checks + 1))
+if [[ -n "$failing" && "$failing" == "$named" ]]; then
+  echo "ok: the $(echo "$failing" | wc -l) failing checks are exactly the regressed ones named"
+else
+  failures=$((failures + 1)); echo "FAIL: failing checks and named regressions differ"
+  diff <(echo "$failing") <(echo "$named")
+fi
+
+# An uncommitted change is recorded as a dirty tree.
+echo "# uncommitted" >>configs/tiny.yaml
+"$DRIFTGATE" run configs/tiny.yaml -o "$work/dirty.jsonl" 2>/dev/null
+expect_contains "$work/dirty.jsonl" "\"branch\":\"main\",\"dirty\":true}" "a modified tracked file makes the run dirty"
+git checkout -q -- configs/tiny.yaml
 
 # Another environment (threads enter the key): no silent cross-environment comparison.
 "$DRIFTGATE" run configs/tiny.yaml -o "$work/run4.jsonl" --threads 2 2>/dev/null
