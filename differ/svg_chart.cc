@@ -117,8 +117,20 @@ std::vector<double> ticks(double low, double high, bool log) {
   return values;
 }
 
+constexpr double k_min_dot_spacing = 6.0;  // px between neighbouring points below which dots are hidden
+
+// Draws the line and, per titled point, a dot carrying the tooltip. Where neighbouring points
+// lie closer than k_min_dot_spacing the dots would merge into a band hiding the line, so they
+// stay transparent: still there to hover (and enlarged on hover by the page's CSS), not drawn.
 void draw_series(std::ostringstream& svg, const ChartSeries& series, const Scale& x, const Scale& y,
                  const LineChart& chart) {
+  double spacing = std::numeric_limits<double>::infinity();
+  for (size_t i = 1; i < series.points.size(); ++i) {
+    if (usable(series.points[i].x, chart.log_x) && usable(series.points[i - 1].x, chart.log_x)) {
+      spacing = std::min(spacing, std::fabs(x(series.points[i].x) - x(series.points[i - 1].x)));
+    }
+  }
+  bool dense = spacing < k_min_dot_spacing;
   svg << "<g class=\"series\"><title>" << html_escape(series.name) << "</title>";
   std::string path;
   bool pen_down = false;
@@ -137,7 +149,8 @@ void draw_series(std::ostringstream& svg, const ChartSeries& series, const Scale
       continue;
     }
     svg << "<circle cx=\"" << px(x(point.x)) << "\" cy=\"" << px(y(point.y)) << "\" r=\"2.5\" fill=\""
-        << html_escape(series.color) << "\"><title>" << html_escape(point.title) << "</title></circle>";
+        << html_escape(series.color) << "\"" << (dense ? " fill-opacity=\"0\"" : "") << "><title>"
+        << html_escape(point.title) << "</title></circle>";
   }
   svg << "</g>\n";
 }

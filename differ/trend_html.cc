@@ -25,7 +25,7 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{border:1px soli
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}tr:hover td{background:#fff8c5}
 svg.chart{display:block;margin:6px 0;font:11px system-ui,sans-serif}svg .grid{stroke:#eaeef2}svg .frame{fill:none;stroke:#8c959f}
 svg .tick{stroke:#8c959f}svg .title{font-size:13px;font-weight:600}svg .label{fill:#57606a}
-svg circle:hover{r:5;stroke:#000}svg .series:hover path{stroke-width:3}
+svg circle:hover{r:5;stroke:#000;fill-opacity:1}svg .series:hover path{stroke-width:3}
 .up{color:#cf222e;font-weight:600}.down{color:#1a7f37;font-weight:600}
 )";
 

@@ -253,6 +253,23 @@ TEST(SvgChartTest, CrowdedTickLabelsAreCutAndEdgeMarkerLabelsReadLeftwards) {
   EXPECT_NE(svg.find("text-anchor=\"end\" fill=\"#b45309\">a long marker label"), std::string::npos) << svg;
 }
 
+TEST(SvgChartTest, DenseSeriesKeepHoverDotsButDoNotDrawThem) {
+  LineChart chart;
+  ChartSeries sparse{"sparse", "#000", {}};
+  ChartSeries dense{"dense", "#111", {}};
+  for (int i = 0; i < 400; ++i) {
+    dense.points.push_back({static_cast<double>(i), 1.0, "p" + std::to_string(i)});
+    if (i % 40 == 0) {
+      sparse.points.push_back({static_cast<double>(i), 2.0, "q" + std::to_string(i)});
+    }
+  }
+  chart.series = {sparse, dense};
+  std::string svg = render_svg(chart);
+  EXPECT_EQ(count(svg, "<circle"), 410u) << "every titled point still hovers";
+  EXPECT_EQ(count(svg, "fill=\"#111\" fill-opacity=\"0\"><title>p"), 400u) << "400 points in 1000 px: dots hidden";
+  EXPECT_EQ(count(svg, "fill=\"#000\"><title>q"), 10u) << "100 px apart: dots drawn";
+}
+
 TEST(SvgChartTest, NonPositiveValuesAreLeftOutOnALogScale) {
   LineChart chart;
   chart.log_y = true;
