@@ -108,7 +108,8 @@ std::vector<const CheckSeries*> chosen_checks(const EnvSeries& env, const TrendD
   }
   std::vector<const StepChange*> steps;
   for (const auto& step : trend.steps) {
-    if (step.env_key == env.env_key) {
+    // A step across an environment change is drawn on both sides: its old level here, its new one there.
+    if ((step.env_key == env.env_key || step.from_env_key == env.env_key) && by_id.count(step.check_id) != 0) {
       steps.push_back(&step);
     }
   }

@@ -216,6 +216,15 @@ TEST(TrendEnvironmentStepTest, FindsAStepAtTheEnvironmentChange) {
   EXPECT_NEAR(step.after, 1e-5, 1e-7);
   std::string html = render_trend_html(trend, TrendHtmlOptions{});
   EXPECT_NE(html.find("<code>" + key_a + "</code> &#8594; <code>" + key_b + "</code>"), std::string::npos);
+  TrendHtmlOptions one_line;
+  one_line.max_check_lines = 1;  // in1 has the larger newest error; the step puts in0 first on both charts
+  html = render_trend_html(trend, one_line);
+  size_t chart_a = html.find("Max abs error per check, log scale (environment " + key_a);
+  ASSERT_NE(chart_a, std::string::npos);
+  EXPECT_NE(
+      html.substr(chart_a, html.find("</svg>", chart_a) - chart_a).find(">exp/in0/cpu_fp32~onednn_off/out</text>"),
+      std::string::npos)
+      << "the old environment's chart draws the stepped check's old level";
   std::string md = render_trend_markdown(trend, TrendMarkdownOptions{});
   EXPECT_NE(md.find("(env `" + key_a.substr(0, 8) + "` -> `" + key_b.substr(0, 8) + "`)"), std::string::npos) << md;
   TrendOptions one_env;
