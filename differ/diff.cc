@@ -120,11 +120,18 @@ void add_experiment_notes(DiffResult& result) {
   }
 }
 
+std::shared_ptr<const Localization> localization_of(const CheckRecord& check) {
+  if (!check.localization) {
+    return nullptr;
+  }
+  return std::make_shared<const Localization>(*check.localization);
+}
+
 // The entry of a check in both files, of class `diff_class` (classify()'s).
 CheckDiff compare(const CheckRecord& before, const CheckRecord& after, DiffClass diff_class) {
   CheckDiff diff{after.id,          after.experiment, diff_class, before.status, after.status, max_abs_of(before),
                  max_abs_of(after), after.message,    {}};
-  diff.localization = after.localization;
+  diff.localization = localization_of(after);
   if (diff.diff_class == DiffClass::k_unchanged && before.status != after.status) {
     diff.notes.push_back(std::string("status changed (") + to_string(before.status) + " -> " + to_string(after.status) +
                          ")");
@@ -187,7 +194,7 @@ CheckDiff new_check(const CheckRecord& check) {
   CheckDiff diff{check.id,          check.experiment, DiffClass::k_new,
                  std::nullopt,      check.status,     std::nullopt,
                  max_abs_of(check), check.message,    {}};
-  diff.localization = check.localization;
+  diff.localization = localization_of(check);
   return diff;
 }
 

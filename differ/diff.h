@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -72,7 +73,9 @@ struct CheckDiff {
   std::optional<double> max_abs_after;
   std::string message;             // the run's message (the baseline's for a missing check)
   std::vector<std::string> notes;  // "model changed (...)", "status changed (pass -> skipped)"
-  std::optional<Localization> localization = std::nullopt;  // the run's tier-2 localization, if any
+  // The run's tier-2 localization, if any; held apart because a report holds a million
+  // entries and only a few checks have one.
+  std::shared_ptr<const Localization> localization = nullptr;
 };
 
 struct DiffResult {
