@@ -10,8 +10,9 @@
 # (bench/make_run.cc, built as tests/e2e/make_run), places the baseline in a
 # directory store and times the diff. Needs about 2 GB of disk per million records
 # and GNU time (/usr/bin/time). Prints one line per figure; asserts nothing. Beside wall
-# time it prints CPU time (user + sys) of the floor and of the diff: on a shared, loaded
-# machine the wall-time ratio mostly measures the neighbours.
+# time it prints CPU time (user + sys) of the floor and of the diff, and the load average
+# before the diff: on a shared, loaded machine the wall-time ratio mostly measures the
+# neighbours.
 set -euo pipefail
 
 build=${1:-build-differ}
@@ -52,6 +53,7 @@ read -r cat_user cat_sys < <(tail -1 cat_time.txt)
 floor_cpu=$(echo "$cat_user + $cat_sys" | bc)
 echo "floor: cat run baseline > /dev/null: $floor s wall, $floor_cpu s CPU"
 
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages) on $(nproc) CPUs before the diff"
 set +e
 /usr/bin/time -f '%e %M %U %S' -o time.txt "$driftgate" diff run.jsonl --store store -q --report report.json >diff.out
 code=$?
