@@ -179,7 +179,8 @@ TEST_F(CmdDiffTest, ABadPolicyIsAnErrorAndNothingIsWritten) {
             (dir / "gate.yaml") +
                 ":2:1: unknown key 'alow' in the gate policy; did you mean 'allow'? (known: gate, experiments, allow)");
   EXPECT_FALSE(std::filesystem::exists(dir / "report.json"));
-  EXPECT_EQ(error_of({run, "--format", "txt"}), "driftgate diff: --format 'txt'; did you mean 'text'?: one of auto, text, markdown");
+  EXPECT_EQ(error_of({run, "--format", "txt"}),
+            "driftgate diff: --format 'txt'; did you mean 'text'?: one of auto, text, markdown");
   EXPECT_EQ(error_of({run, "--markdown-budget", "10"}),
             "driftgate diff: --markdown-budget 10: must be at least 2000 bytes (room for the verdict, counts and a "
             "notice)");
@@ -199,6 +200,27 @@ TEST_F(CmdDiffTest, OutsideAGitRepositoryIsAnError) {
                                          ": not inside a git repository; baselines are chosen by git ancestry, so run "
                                          "driftgate diff in the checkout or pass --repo DIR");
   }
+}
+
+// The run's checks are read on a second thread while the baseline is chosen: a broken
+// run is still reported first, with its line, even when the store is missing too.
+TEST_F(CmdDiffTest, ABrokenRunIsReportedBeforeTheStoreEvenWhileReadConcurrently) {
+  std::string run = write_run_file(
+      make_run(f1, make_environment(), {make_check("x", CheckStatus::k_pass), make_check("y", CheckStatus::k_pass)}));
+  std::string text = read_file(run);
+  size_t second_line = text.find('\n') + 1;
+  write_file_atomic(run, text.substr(0, second_line) + "{\"type\":\"check\",\"id\":\n" + text.substr(second_line));
+  EXPECT_EQ(error_of({run}).rfind(run + ":2: not valid JSON", 0), 0u) << error_of({run});
+  store = dir / "nowhere";
+  EXPECT_EQ(error_of({run}).rfind(run + ":2: not valid JSON", 0), 0u) << error_of({run});
+  // A good run with a broken store: the store's error.
+  std::string good = write_run_file(make_run(f1, make_environment(), {make_check("x", CheckStatus::k_pass)}));
+  EXPECT_EQ(error_of({good}).rfind("--store " + store + ": no such baseline store directory", 0), 0u);
+  // The header alone is read first: a file that is not a run says so before anything else.
+  write_file_atomic(dir / "check_first.jsonl", text.substr(second_line));
+  EXPECT_EQ(
+      error_of({dir / "check_first.jsonl"}),
+      dir / "check_first.jsonl" + ":1: the first line must be the run header (\"type\":\"header\"), got type 'check'");
 }
 
 }  // namespace
