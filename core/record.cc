@@ -537,6 +537,7 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
       if (size_hint > 0 && have_header && run.checks.empty()) {
         // Reserved address space that is never written is never resident: err on the large side.
         run.checks.reserve(size_hint / (line.size() + 1) * 3 / 2 + 16);
+        ids.reserve(size_hint / (line.size() + 1));
         size_hint = 0;
       }
       if (fast_checks && have_header && !have_summary && fast.parse(line, fast_check)) {

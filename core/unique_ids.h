@@ -40,6 +40,17 @@ class UniqueIds {
 
   size_t size() const { return m_size; }
 
+  // Sizes the table for `count` ids at once, instead of rehashing as it grows.
+  void reserve(size_t count) {
+    size_t slots = m_slots.empty() ? 1024 : m_slots.size();
+    while (slots < count * 2 + 2) {
+      slots *= 2;
+    }
+    if (slots > m_slots.size()) {
+      rehash(slots);
+    }
+  }
+
  private:
   static constexpr size_t k_empty = SIZE_MAX;
   struct Slot {
@@ -47,8 +58,11 @@ class UniqueIds {
     size_t index = k_empty;
   };
 
-  void grow() {
-    std::vector<Slot> old(m_slots.empty() ? 1024 : m_slots.size() * 2);
+  void grow() { rehash(m_slots.empty() ? 1024 : m_slots.size() * 2); }
+
+  // Moves every entry into a table of `slots` slots (a power of two).
+  void rehash(size_t slots) {
+    std::vector<Slot> old(slots);
     old.swap(m_slots);
     size_t mask = m_slots.size() - 1;
     for (const Slot& entry : old) {

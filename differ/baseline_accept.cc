@@ -116,7 +116,8 @@ struct Accepted {
   std::vector<std::string> removed;
 };
 
-Accepted accept(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
+// `list_ids`: fill `accepted` and `removed` (the proposed baseline's text needs neither).
+Accepted accept(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs, bool list_ids) {
   Accepted outcome;
   outcome.header = run.header;
   outcome.header.shard = ShardInfo{};
@@ -147,8 +148,10 @@ Accepted accept(const RunFile& run, const RunFile& base, const std::vector<std::
       }
     } else if (in_run != nullptr) {
       outcome.checks.push_back(in_run);
-      outcome.accepted.push_back(id);
-    } else {
+      if (list_ids) {
+        outcome.accepted.push_back(id);
+      }
+    } else if (list_ids) {
       outcome.removed.push_back(id);
     }
   }
@@ -158,7 +161,7 @@ Accepted accept(const RunFile& run, const RunFile& base, const std::vector<std::
 }  // namespace
 
 AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  Accepted accepted = accept(run, base, globs);
+  Accepted accepted = accept(run, base, globs, true);
   AcceptOutcome outcome;
   outcome.baseline.header = std::move(accepted.header);
   outcome.baseline.checks.reserve(accepted.checks.size());
@@ -195,7 +198,7 @@ void put_accepted(const Accepted& accepted, std::string& out, size_t chunk, Flus
 
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   std::string text;
-  put_accepted(accept(run, base, globs), text, SIZE_MAX, [](std::string&) {});
+  put_accepted(accept(run, base, globs, false), text, SIZE_MAX, [](std::string&) {});
   return text;
 }
 
@@ -203,7 +206,7 @@ void write_accepted_baseline(const std::string& path, const RunFile& run, const 
                              const std::vector<std::string>& globs) {
   AtomicFile file(path);
   std::string chunk;
-  put_accepted(accept(run, base, globs), chunk, size_t{1} << 20, [&file](std::string& text) {
+  put_accepted(accept(run, base, globs, false), chunk, size_t{1} << 20, [&file](std::string& text) {
     file.write(text);
     text.clear();
   });
