@@ -30,6 +30,7 @@ import tempfile
 import time
 
 import torch
+import torchvision  # noqa: F401 (registers torchvision::nms: full detection models need it at load)
 import yaml
 
 BUILTIN = {
@@ -105,6 +106,9 @@ def plain_work(config, trace=False):
             elif graph == "xnnpack":
                 from torch.utils.mobile_optimizer import optimize_for_mobile
                 model = optimize_for_mobile(model)
+            # torchvision detection models take List[Tensor]: the batch as a list of images, as driftgate passes it.
+            arguments = model.forward.schema.arguments
+            as_list = len(arguments) > 1 and str(arguments[1].type) == "List[Tensor]"
             loaded, loaded_cpu = time.perf_counter(), time.process_time()
             if trace:
                 print(f"trace: plain: {config}: {name}: load: {(loaded - start) * 1e3:.1f} ms wall, "
@@ -115,8 +119,9 @@ def plain_work(config, trace=False):
                     if spec.get("memory_format") == "channels_last":
                         x = x.contiguous(memory_format=torch.channels_last)
                     before, before_cpu = time.perf_counter(), time.process_time()
+                    argument = list(x.unbind(0)) if as_list else x
                     for _ in range(count):
-                        model(x)
+                        model(argument)
                     if trace:
                         print(f"trace: plain: {config}: {name}: input {index}: {count} forwards: "
                               f"{(time.perf_counter() - before) * 1e3:.1f} ms wall, "

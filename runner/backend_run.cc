@@ -32,7 +32,9 @@ struct Message {
   char kind = 0;
   uint32_t stage = 0;
   uint32_t index = 0;
-  std::string payload;
+  std::vector<char> payload;  // pickled bytes, or the text of a reason or an error
+
+  std::string text() const { return std::string(payload.begin(), payload.end()); }
 };
 
 bool write_all(int fd, const char* data, size_t size) {
@@ -50,14 +52,18 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-bool send(int fd, char kind, uint32_t stage, uint32_t index, const std::string& payload) {
-  uint64_t size = payload.size();
+bool send(int fd, char kind, uint32_t stage, uint32_t index, const char* payload, size_t payload_size) {
+  uint64_t size = payload_size;
   char header[17];
   header[0] = kind;
   std::memcpy(header + 1, &stage, 4);
   std::memcpy(header + 5, &index, 4);
   std::memcpy(header + 9, &size, 8);
-  return write_all(fd, header, sizeof header) && write_all(fd, payload.data(), payload.size());
+  return write_all(fd, header, sizeof header) && write_all(fd, payload, payload_size);
+}
+
+bool send(int fd, char kind, uint32_t stage, uint32_t index, const std::string& payload) {
+  return send(fd, kind, stage, index, payload.data(), payload.size());
 }
 
 enum class ReadResult { k_ok, k_eof, k_timeout };
@@ -101,7 +107,7 @@ ReadResult receive(int fd, Message& message, Clock::time_point deadline) {
   std::memcpy(&message.stage, header + 1, 4);
   std::memcpy(&message.index, header + 5, 4);
   std::memcpy(&size, header + 9, 8);
-  message.payload.assign(size, '\0');
+  message.payload.assign(size, '\0');  // pickled outputs are read in place, not copied again
   return read_exact(fd, message.payload.data(), size, deadline);
 }
 
@@ -189,7 +195,7 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
         }
         c10::IValue payload = c10::ivalue::Tuple::create({c10::ivalue::Tuple::create(outputs), time_list});
         std::vector<char> bytes = torch::jit::pickle_save(payload);
-        send(fd, k_forwards, tag, static_cast<uint32_t>(index), std::string(bytes.begin(), bytes.end()));
+        send(fd, k_forwards, tag, static_cast<uint32_t>(index), bytes.data(), bytes.size());
       } catch (const std::exception& e) {
         const Error* error = dynamic_cast<const Error*>(&e);
         send(fd, k_forward_error, tag, static_cast<uint32_t>(index),
@@ -225,6 +231,28 @@ int reap(pid_t pid, bool kill_first) {
   return status;
 }
 
+// Children whose work is done but which may still be exiting: the kernel frees a
+// child's address space (every model it loaded) in tens of milliseconds, which
+// need not hold up the runner. Reaped without waiting when the next isolated run
+// starts, and for good by reap_exiting_children().
+std::vector<pid_t>& exiting_children() {
+  static std::vector<pid_t> pids;
+  return pids;
+}
+
+void reap_exited_children() {
+  std::vector<pid_t>& pids = exiting_children();
+  pids.erase(std::remove_if(pids.begin(), pids.end(),
+                            [](pid_t pid) {
+                              int status = 0;
+                              pid_t done = 0;
+                              while ((done = ::waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
+                              }
+                              return done != 0;  // reaped, or not ours any more
+                            }),
+             pids.end());
+}
+
 std::string format_seconds(double seconds) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g s", seconds);
@@ -236,6 +264,7 @@ std::string format_seconds(double seconds) {
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
                                      const std::vector<at::Tensor>& inputs, double timeout_s,
                                      const TimingTrace& trace) {
+  reap_exited_children();
   std::vector<BackendRun> runs(stages.size());
   for (BackendRun& run : runs) {
     run.inputs.resize(inputs.size());
@@ -317,7 +346,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
       switch (message.kind) {
         case k_load_error:
         case k_skipped:
-          (message.kind == k_skipped ? run.skip_reason : run.load_error) = message.payload;
+          (message.kind == k_skipped ? run.skip_reason : run.load_error) = message.text();
           ++stage;
           position = 0;
           break;
@@ -325,7 +354,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
           loaded = true;
           continue;
         case k_forward_error:
-          run.inputs.at(message.index).error = message.payload;
+          run.inputs.at(message.index).error = message.text();
           if (stage == 0) {
             reference_failed[message.index] = true;
           }
@@ -334,8 +363,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
         case k_forwards: {
           TimingTrace::Phase phase(trace, source.config_path + ": parent: " + stages[stage].spec.name + ": input " +
                                               std::to_string(message.index) + ": unpickle and repeat statistics");
-          std::vector<char> bytes(message.payload.begin(), message.payload.end());
-          c10::IValue payload = torch::jit::pickle_load(bytes);
+          c10::IValue payload = torch::jit::pickle_load(message.payload);
           const auto& parts = payload.toTupleRef().elements();
           std::vector<c10::IValue> outputs(parts[0].toTupleRef().elements().begin(),
                                            parts[0].toTupleRef().elements().end());
@@ -360,8 +388,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     }
     ::close(fds[0]);
     if (stage >= stages.size()) {
-      TimingTrace::Phase phase(trace, source.config_path + ": parent: wait for the child to exit");
-      reap(pid, false);
+      exiting_children().push_back(pid);  // done: its exit overlaps the runner's next work
     }
   }
   return runs;
@@ -409,6 +436,13 @@ BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, 
 }
 
 }  // namespace
+
+void reap_exiting_children() {
+  for (pid_t pid : exiting_children()) {
+    reap(pid, false);
+  }
+  exiting_children().clear();
+}
 
 Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> times_ms) {
   Forwards forwards;

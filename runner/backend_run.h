@@ -83,6 +83,12 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
                                      const std::vector<at::Tensor>& inputs, double timeout_s,
                                      const TimingTrace& trace = TimingTrace());
 
+// run_isolated does not wait for its last child to exit (the kernel freeing a
+// child's models takes tens of milliseconds): this waits for every such child.
+// The runner calls it before it returns; later run_isolated calls reap the ones
+// already gone.
+void reap_exiting_children();
+
 // Median time and run-to-run variance of repeated outputs.
 Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> times_ms);
 

@@ -505,6 +505,9 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
     }
     std::move(records.begin(), records.end(), std::back_inserter(run.checks));
   }
+  TimingTrace::Phase reap_phase(options.trace, "wait for the last children to exit");
+  reap_exiting_children();
+  reap_phase.end();
   TimingTrace::Phase hash_phase(options.trace, "wait for the config and model hashes");
   const std::vector<std::string> hashed = hashes.wait();
   hash_phase.end();
