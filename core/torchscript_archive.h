@@ -7,6 +7,13 @@
 // A TorchScript archive (torch.jit.save) is a zip file whose entries share one
 // top-level folder and include <folder>/data.pkl and <folder>/code/...; torch.save
 // writes the same zip layout without code/.
+//
+// A module with no forward method (only @torch.jit.export'ed ones, or none) loads
+// fine and fails at its first forward; the pre-flight reads the root module's class
+// from data.pkl's first GLOBAL opcode and that class's methods from its serialized
+// code, and names the problem. Where it cannot tell (compressed or zip64 entries, an
+// unexpected pickle start, code it cannot find), it says nothing and leaves the
+// archive to LibTorch.
 #pragma once
 
 #include <string>
