@@ -14,8 +14,7 @@ const char* exit_code_help() {
 }
 
 bool parse_command_line(const std::string& name, const std::vector<std::string>& args,
-                        const po::options_description& options,
-                        const po::positional_options_description& positional,
+                        const po::options_description& options, const po::positional_options_description& positional,
                         const CommandHelp& help, po::variables_map& variables, std::ostream& out) {
   po::options_description all("Options");
   all.add_options()("help,h", "show this help");
@@ -23,8 +22,10 @@ bool parse_command_line(const std::string& name, const std::vector<std::string>&
   try {
     po::store(po::command_line_parser(args).options(all).positional(positional).run(), variables);
     if (variables.count("help") != 0) {
-      out << "Usage: " << help.usage << "\n\n" << help.purpose << "\n\n" << all << "\nExample:\n  "
-          << help.example << "\n\n" << exit_code_help();
+      out << "Usage: " << help.usage << "\n\n"
+          << help.purpose << "\n\n"
+          << all << "\nExample:\n  " << help.example << "\n\n"
+          << exit_code_help();
       return false;
     }
     po::notify(variables);

@@ -22,8 +22,7 @@ struct CommandHelp {
 // then returns 0). Throws driftgate::Error "driftgate NAME: <what>; see driftgate
 // NAME --help" on an unknown or malformed option.
 bool parse_command_line(const std::string& name, const std::vector<std::string>& args,
-                        const po::options_description& options,
-                        const po::positional_options_description& positional,
+                        const po::options_description& options, const po::positional_options_description& positional,
                         const CommandHelp& help, po::variables_map& variables, std::ostream& out);
 
 // The exit-code paragraph every --help ends with.

@@ -35,18 +35,18 @@ const std::vector<std::string> k_actions = {"update", "accept", "show", "list", 
 
 // What `driftgate baseline` was asked to do.
 struct BaselineRequest {
-  std::string action;                 // one of k_actions
-  std::vector<std::string> operands;  // update: RUN; accept: GLOB...; show: [SHA]
-  std::string store = "baselines";    // the baseline store: a directory (created when missing) or notes:[REF]
-  std::string store_kind = "dir";     // dir or notes
-  std::string repo = ".";             // a directory inside the git checkout
-  bool allow_dirty = false;           // store a run made with uncommitted changes
+  std::string action;                  // one of k_actions
+  std::vector<std::string> operands;   // update: RUN; accept: GLOB...; show: [SHA]
+  std::string store = "baselines";     // the baseline store: a directory (created when missing) or notes:[REF]
+  std::string store_kind = "dir";      // dir or notes
+  std::string repo = ".";              // a directory inside the git checkout
+  bool allow_dirty = false;            // store a run made with uncommitted changes
   std::string run_path = "run.jsonl";  // accept: the run whose values are taken
-  std::string reason;                 // accept: why the new values are right
-  std::optional<std::string> base;    // accept: the target branch, to find the baseline to start from
-  std::string env_key;                // show: which environment ("" = the only one with that commit)
-  int keep = -1;                      // prune: baselines kept per environment key
-  bool dry_run = false;               // prune: only say what would go
+  std::string reason;                  // accept: why the new values are right
+  std::optional<std::string> base;     // accept: the target branch, to find the baseline to start from
+  std::string env_key;                 // show: which environment ("" = the only one with that commit)
+  int keep = -1;                       // prune: baselines kept per environment key
+  bool dry_run = false;                // prune: only say what would go
 };
 
 const CommandHelp k_help{
@@ -73,12 +73,13 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
   po::options_description options;
   options.add_options()("action", po::value<std::string>(&request.action),
                         "update, accept, show, list or prune (positional)")(
-      "operand", po::value<std::vector<std::string>>(&request.operands), "RUN.jsonl, CHECK-GLOB... or SHA (positional)")(
+      "operand", po::value<std::vector<std::string>>(&request.operands),
+      "RUN.jsonl, CHECK-GLOB... or SHA (positional)")(
       "store", po::value<std::string>(&request.store)->default_value("baselines"),
       "baseline store: a directory, or notes: for git notes (refs/notes/driftgate; notes:REF for another)")(
       "store-kind", po::value<std::string>(&request.store_kind)->default_value("dir"),
-      "dir or notes (same as --store notes:)")(
-      "repo", po::value<std::string>(&request.repo)->default_value("."), "a directory inside the git checkout")(
+      "dir or notes (same as --store notes:)")("repo", po::value<std::string>(&request.repo)->default_value("."),
+                                               "a directory inside the git checkout")(
       "allow-dirty", po::bool_switch(&request.allow_dirty),
       "update/accept: store a run made with uncommitted changes to tracked files")(
       "run", po::value<std::string>(&request.run_path)->default_value("run.jsonl"),
@@ -103,8 +104,8 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
                 "; see driftgate baseline --help");
   }
   if (std::find(k_actions.begin(), k_actions.end(), request.action) == k_actions.end()) {
-    throw Error("driftgate baseline: unknown action '" + request.action + "'" + did_you_mean(request.action, k_actions) +
-                "; " + k_actions_help + "; see driftgate baseline --help");
+    throw Error("driftgate baseline: unknown action '" + request.action + "'" +
+                did_you_mean(request.action, k_actions) + "; " + k_actions_help + "; see driftgate baseline --help");
   }
   return request;
 }
@@ -182,7 +183,8 @@ RunFile accept_base(CommandContext& context, const BaselineRequest& request, con
   }
   if (!repo) {
     throw Error("--repo " + request.repo + ": not inside a git repository and no baseline of " +
-                run.header.commit.sha.substr(0, 7) + " exists; run in the checkout so the baseline to start from "
+                run.header.commit.sha.substr(0, 7) +
+                " exists; run in the checkout so the baseline to start from "
                 "can be found by ancestry");
   }
   std::optional<std::string> base = request.base ? request.base : read_ci_context(context.env).base_sha;
@@ -216,16 +218,17 @@ int accept(CommandContext& context, const BaselineRequest& request) {
     }
     throw Error("driftgate baseline accept: no check of " + request.run_path + " or of baseline " +
                 base.header.commit.sha.substr(0, 7) + " matches " + request.operands[0] +
-                did_you_mean(request.operands[0], ids) + "; check ids look like <experiment>/<input>/<ref>~<target>/<output>");
+                did_you_mean(request.operands[0], ids) +
+                "; check ids look like <experiment>/<input>/<ref>~<target>/<output>");
   }
-  Acceptance acceptance{who(repo, context.env), timestamp(context.env), request.reason, request.operands,
-                        run.header.commit.sha, base.header.commit.sha, outcome.accepted, outcome.removed};
+  Acceptance acceptance{who(repo, context.env), timestamp(context.env), request.reason,   request.operands,
+                        run.header.commit.sha,  base.header.commit.sha, outcome.accepted, outcome.removed};
   std::string stored = store->save_accepted(outcome.baseline, acceptance.to_json_line());
   context.out << "accepted " << outcome.accepted.size() << " checks"
               << (outcome.removed.empty() ? "" : " and removed " + std::to_string(outcome.removed.size()))
               << " into baseline " << stored << " (from baseline " << base.header.commit.sha.substr(0, 7)
-              << "); logged at " << store->acceptance_log(run.header.environment.key(), run.header.commit.sha).back().first
-              << "\n";
+              << "); logged at "
+              << store->acceptance_log(run.header.environment.key(), run.header.commit.sha).back().first << "\n";
   return 0;
 }
 

@@ -16,9 +16,9 @@ int cmd_env(CommandContext& context) {
   po::options_description options;
   int threads = 1;
   bool json = false;
-  options.add_options()
-      ("threads", po::value<int>(&threads)->default_value(1), "intra-op threads the run would use (enters the key)")
-      ("json", po::bool_switch(&json), "print JSON instead of text");
+  options.add_options()("threads", po::value<int>(&threads)->default_value(1),
+                        "intra-op threads the run would use (enters the key)")("json", po::bool_switch(&json),
+                                                                               "print JSON instead of text");
   CommandHelp help{"driftgate env [--threads N] [--json]",
                    "Prints the tool version, the environment a run on this machine records (LibTorch, oneDNN, the\n"
                    "BLAS library actually loaded, compiler, CPU ISA, threads, record schema) and its key: runs\n"

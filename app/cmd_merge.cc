@@ -63,8 +63,8 @@ int cmd_merge(CommandContext& context) {
   std::ostringstream content;
   write_run(content, merged);
   write_file_atomic(request->output_path, content.str());
-  context.out << "merged " << shards.size() << " shards into " << request->output_path << " ("
-              << merged.checks.size() << " checks, " << merged.summary.expected_checks << " expected)\n";
+  context.out << "merged " << shards.size() << " shards into " << request->output_path << " (" << merged.checks.size()
+              << " checks, " << merged.summary.expected_checks << " expected)\n";
   return 0;
 }
 

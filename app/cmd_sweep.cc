@@ -37,12 +37,11 @@ const CommandHelp k_help{
 int cmd_sweep(CommandContext& context) {
   SweepOptions request;
   po::options_description options;
-  options.add_options()
-      ("run", po::value<std::string>(&request.run_path), "the run file (positional)")
-      ("atol", po::value<std::string>(&request.atols)->default_value(request.atols),
-       "comma-separated absolute tolerances, one column each")
-      ("rtol", po::value<std::string>(&request.rtol),
-       "one relative tolerance for every check (default: the rtol each check was recorded with)");
+  options.add_options()("run", po::value<std::string>(&request.run_path), "the run file (positional)")(
+      "atol", po::value<std::string>(&request.atols)->default_value(request.atols),
+      "comma-separated absolute tolerances, one column each")(
+      "rtol", po::value<std::string>(&request.rtol),
+      "one relative tolerance for every check (default: the rtol each check was recorded with)");
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map variables;

@@ -15,10 +15,10 @@ namespace driftgate {
 
 // What a command may read from the process, handed in so commands stay testable.
 struct CommandContext {
-  std::vector<std::string> args;             // arguments after the subcommand name
-  std::map<std::string, std::string> env;    // the process environment
-  std::ostream& out;                         // results
-  std::ostream& err;                         // diagnostics
+  std::vector<std::string> args;           // arguments after the subcommand name
+  std::map<std::string, std::string> env;  // the process environment
+  std::ostream& out;                       // results
+  std::ostream& err;                       // diagnostics
 };
 
 struct Command {

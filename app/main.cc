@@ -31,12 +31,12 @@ int finish(int code) {
 }
 
 void print_usage(std::ostream& out) {
-  out << "driftgate " DRIFTGATE_VERSION " - guards deep-learning models against cross-backend drift\n\n"
+  out << "driftgate " DRIFTGATE_VERSION
+         " - guards deep-learning models against cross-backend drift\n\n"
          "Usage: driftgate SUBCOMMAND [options]   (driftgate SUBCOMMAND --help for each)\n\n"
          "Subcommands:\n";
   for (const auto& command : driftgate::command_table()) {
-    out << "  " << command.name << std::string(12 - std::strlen(command.name), ' ') << command.summary
-        << "\n";
+    out << "  " << command.name << std::string(12 - std::strlen(command.name), ' ') << command.summary << "\n";
   }
   out << "\nExample (a pull-request gate):\n"
          "  driftgate run configs/*.yaml -o run.jsonl && driftgate diff run.jsonl\n\n"

@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
   run.header.tool_version = "0.1.0";
   run.header.commit = {options.sha, options.branch, options.dirty};
   run.header.shard = {options.shard_index, options.shard_count};
-  run.header.environment.keyed = {{"libtorch", "2.1.0"}, {"onednn", options.onednn}, {"threads", options.threads},
-                                  {"schema", "1"}};
+  run.header.environment.keyed = {
+      {"libtorch", "2.1.0"}, {"onednn", options.onednn}, {"threads", options.threads}, {"schema", "1"}};
   run.header.environment.info = {{"cpu_model", "make_run"}};
   long ordinal = 0;
   for (int e = 0; e < options.experiments; ++e) {

@@ -66,7 +66,7 @@ struct BackendSpec {
   // torch::jit::freeze's optimize_numerics: false keeps a frozen graph bit-identical
   // to eager (no conv-bn folding, no other numerics-changing rewrites).
   bool optimize_numerics = true;
-  bool tf32 = false;  // CUDA only: allow TF32 in cuBLAS and cuDNN matmuls/convolutions
+  bool tf32 = false;        // CUDA only: allow TF32 in cuBLAS and cuDNN matmuls/convolutions
   std::string description;  // one line for --help and reports
 };
 

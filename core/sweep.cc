@@ -105,10 +105,11 @@ SweepTable sweep_run(const RunFile& run, const SweepRequest& request) {
       if (!pass) {
         throw Error("check '" + check.id + "' was recorded at rtol " + format_value(check.tolerance.rtol) +
                     " (min atol " + format_value(check.stats->min_atol) + ", max |a-b| " +
-                    format_value(check.stats->max_abs) + "); its verdict at atol " +
-                    format_value(request.atols[a]) + ", rtol " + format_value(rtol) +
+                    format_value(check.stats->max_abs) + "); its verdict at atol " + format_value(request.atols[a]) +
+                    ", rtol " + format_value(rtol) +
                     " does not follow from that. Sweep at the recorded rtol (omit --rtol) or at --rtol 0, or "
-                    "re-run with tolerance rtol " + format_value(rtol));
+                    "re-run with tolerance rtol " +
+                    format_value(rtol));
       }
       row->passing[a] += *pass ? 1 : 0;
     }

@@ -20,14 +20,14 @@
 namespace driftgate {
 
 struct SweepRequest {
-  std::vector<double> atols;    // columns, in the order given
-  std::optional<double> rtol;   // unset: each check's recorded rtol
+  std::vector<double> atols;   // columns, in the order given
+  std::optional<double> rtol;  // unset: each check's recorded rtol
 };
 
 // One target backend's pass counts, one per atol.
 struct SweepRow {
   std::string target;
-  int64_t checks = 0;           // checks of this target that were not skipped
+  int64_t checks = 0;            // checks of this target that were not skipped
   std::vector<int64_t> passing;  // per atol
 };
 

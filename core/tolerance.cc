@@ -23,12 +23,8 @@ struct DtypePrecision {
 
 // torch/testing/_comparison.py (PyTorch 1.13), _DTYPE_PRECISIONS: (rtol, atol).
 constexpr DtypePrecision k_precisions[] = {
-    {"float16", 1e-3, 1e-5},
-    {"bfloat16", 1.6e-2, 1e-5},
-    {"float32", 1.3e-6, 1e-5},
-    {"float64", 1e-7, 1e-7},
-    {"complex64", 1.3e-6, 1e-5},
-    {"complex128", 1e-7, 1e-7},
+    {"float16", 1e-3, 1e-5}, {"bfloat16", 1.6e-2, 1e-5},  {"float32", 1.3e-6, 1e-5},
+    {"float64", 1e-7, 1e-7}, {"complex64", 1.3e-6, 1e-5}, {"complex128", 1e-7, 1e-7},
 };
 
 DtypePrecision precision_of(const std::string& dtype) {

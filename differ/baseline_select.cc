@@ -120,7 +120,8 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
   selection.notes = start.notes;
   std::vector<std::string> walk = repo.first_parent_walk(start.sha, request.max_walk);
   std::string own = request.environment.key();
-  if (std::optional<Hit> accepted = accepted_on_branch(repo, store, request.head_sha, start.sha, own, request.max_walk)) {
+  if (std::optional<Hit> accepted =
+          accepted_on_branch(repo, store, request.head_sha, start.sha, own, request.max_walk)) {
     take(selection, store, *accepted);
     selection.start_sha = accepted->sha;
     selection.notes.push_back("using the baseline accepted on this branch at " + short_sha(accepted->sha) +

@@ -211,9 +211,8 @@ std::vector<std::string> DirectoryStore::shas_newest_written_first(const std::st
     std::error_code ec;
     written.emplace_back(fs::last_write_time(path_of(env_key, sha), ec), sha);
   }
-  std::sort(written.begin(), written.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  std::sort(written.begin(), written.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   std::vector<std::string> order;
   for (const auto& entry : written) {
     order.push_back(entry.second);

@@ -22,14 +22,11 @@ class PolicyReader {
     if (mark.is_null()) {
       throw Error(m_name + ": " + message);
     }
-    throw Error(m_name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " +
-                message);
+    throw Error(m_name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " + message);
   }
 
   // "policy.yaml:4": where a value came from, as reports show it.
-  std::string origin(const YAML::Node& node) const {
-    return m_name + ":" + std::to_string(node.Mark().line + 1);
-  }
+  std::string origin(const YAML::Node& node) const { return m_name + ":" + std::to_string(node.Mark().line + 1); }
 
   // Checks that `node` is a mapping whose keys are all in `allowed`, each once.
   void require_keys(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) const {
@@ -44,8 +41,8 @@ class PolicyReader {
         for (const auto& name : allowed) {
           known += (known.empty() ? "" : ", ") + name;
         }
-        fail(pair.first.Mark(), "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (known: " +
-                                    known + ")");
+        fail(pair.first.Mark(),
+             "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (known: " + known + ")");
       }
       if (!seen.insert(key).second) {
         fail(pair.first.Mark(), "duplicate key '" + key + "' in " + what);
@@ -82,8 +79,8 @@ class PolicyReader {
         for (const auto& known_name : names) {
           known += (known.empty() ? "" : ", ") + known_name;
         }
-        fail(item.Mark(), "unknown diff class '" + name + "' in " + what + did_you_mean(name, names) + " (one of: " +
-                              known + ")");
+        fail(item.Mark(),
+             "unknown diff class '" + name + "' in " + what + did_you_mean(name, names) + " (one of: " + known + ")");
       }
       gate.classes.insert(all_diff_classes()[static_cast<size_t>(it - names.begin())]);
     }
@@ -104,8 +101,8 @@ AllowEntry parse_allow_entry(const PolicyReader& reader, const YAML::Node& node,
   entry.expires = reader.scalar(node, "expires", what);
   entry.origin = reader.origin(node);
   if (!is_iso_date(entry.expires)) {
-    reader.fail(node["expires"].Mark(), "expires '" + entry.expires +
-                                            "' must be a date YYYY-MM-DD (the last day the entry applies)");
+    reader.fail(node["expires"].Mark(),
+                "expires '" + entry.expires + "' must be a date YYYY-MM-DD (the last day the entry applies)");
   }
   entry.expired = today > entry.expires;
   return entry;
@@ -155,8 +152,8 @@ std::vector<std::string> describe_policy(const GatePolicy& policy) {
   std::vector<std::string> lines;
   lines.push_back("(" + policy.gated_origin + ") gate: " + class_list(policy.gated));
   for (const auto& entry : policy.experiments) {
-    lines.push_back("(" + entry.gate.origin + ") experiments." + entry.experiment + ".gate: " +
-                    class_list(entry.gate.classes));
+    lines.push_back("(" + entry.gate.origin + ") experiments." + entry.experiment +
+                    ".gate: " + class_list(entry.gate.classes));
   }
   for (const auto& entry : policy.allow) {
     lines.push_back("(" + entry.origin + ") allow: '" + entry.check_glob + "' owner " + entry.owner + " until " +

@@ -55,8 +55,8 @@ struct AllowEntry {
   std::string check_glob;  // fnmatch(3) pattern over check ids; '*' also matches '/'
   std::string owner;
   std::string reason;
-  std::string expires;  // YYYY-MM-DD
-  std::string origin;   // "policy.yaml:12"
+  std::string expires;   // YYYY-MM-DD
+  std::string origin;    // "policy.yaml:12"
   bool expired = false;  // the policy's `today` is after `expires`
   // "allowlist entry 'x/*' (policy.yaml:12, owner alice) expired on 2026-01-31 and no longer applies"
   std::string expiry_note() const;
@@ -79,9 +79,9 @@ struct GatePolicy {
 
 // How the policy judged one check.
 struct GateDecision {
-  bool gated = false;          // this check fails the gate
-  bool class_gated = false;    // its class is gated for its experiment (before the allowlist)
-  std::string origin;          // where the applying gated-class list came from
+  bool gated = false;                      // this check fails the gate
+  bool class_gated = false;                // its class is gated for its experiment (before the allowlist)
+  std::string origin;                      // where the applying gated-class list came from
   const AllowEntry* allowed_by = nullptr;  // the live allowlist entry that let it through
 };
 

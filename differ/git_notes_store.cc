@@ -161,8 +161,9 @@ void GitNotesStore::write_note(const std::string& sha, const std::string& text) 
     throw Error("cannot make a signature for the notes commit: " + git_error_text());
   }
   git_oid note_oid;
-  int rc = text.empty() ? git_note_remove(m_repo, m_ref.c_str(), signature, signature, &oid)
-                        : git_note_create(&note_oid, m_repo, m_ref.c_str(), signature, signature, &oid, text.c_str(), 1);
+  int rc = text.empty()
+               ? git_note_remove(m_repo, m_ref.c_str(), signature, signature, &oid)
+               : git_note_create(&note_oid, m_repo, m_ref.c_str(), signature, signature, &oid, text.c_str(), 1);
   git_signature_free(signature);
   if (rc != 0) {
     throw Error("cannot write " + note_name(sha) + ": " + git_error_text() +
@@ -207,8 +208,8 @@ std::optional<RunFile> GitNotesStore::load(const std::string& env_key, const std
                         joined(it->second.baseline));
   RunFile run = parse_run(in, note_name(sha));
   if (run.header.environment.key() != env_key || run.header.commit.sha != sha) {
-    throw Error(note_name(sha) + ": the section for " + env_key + " holds environment " +
-                run.header.environment.key() + " and commit " + run.header.commit.sha +
+    throw Error(note_name(sha) + ": the section for " + env_key + " holds environment " + run.header.environment.key() +
+                " and commit " + run.header.commit.sha +
                 "; the note was copied or edited by hand; store it again with driftgate baseline update");
   }
   return run;

@@ -55,9 +55,9 @@ class GitNotesStore : public BaselineStore {
 
   // One commit's note, parsed into sections (exposed for tests).
   struct Section {
-    std::vector<std::string> baseline;    // run file lines
-    std::vector<std::string> accepted;    // acceptance log lines
-    int baseline_first_line = 0;          // 1-based line of the first baseline line in the note
+    std::vector<std::string> baseline;  // run file lines
+    std::vector<std::string> accepted;  // acceptance log lines
+    int baseline_first_line = 0;        // 1-based line of the first baseline line in the note
     int accepted_first_line = 0;
   };
   using Note = std::map<std::string, Section>;  // by env key

@@ -98,8 +98,8 @@ void render_experiment_changes(std::ostream& out, const DiffResult& diff) {
 std::string check_line(const Report& report, const CheckDiff& check) {
   std::ostringstream out;
   out << "- " << markdown_code(check.id) << ": " << status_name(check.status_before) << " " << k_arrow << " "
-      << status_name(check.status_after) << "; max_abs " << format_number(check.max_abs_before) << " " << k_arrow
-      << " " << format_number(check.max_abs_after);
+      << status_name(check.status_after) << "; max_abs " << format_number(check.max_abs_before) << " " << k_arrow << " "
+      << format_number(check.max_abs_after);
   for (const auto& note : check.notes) {
     out << "; " << markdown_text(note);
   }
@@ -210,8 +210,8 @@ void render_checks(std::string& text, const Report& report, size_t budget) {
   for (DiffClass diff_class : all_diff_classes()) {
     int64_t count = 0;
     for (const auto& check : report.diff->checks) {
-      count += check.diff_class == diff_class && diff_class != DiffClass::k_unchanged &&
-               !decide(report.policy, check).gated;
+      count +=
+          check.diff_class == diff_class && diff_class != DiffClass::k_unchanged && !decide(report.policy, check).gated;
     }
     if (count > 0) {
       phrase += (phrase.empty() ? "" : ", ") + std::to_string(count) + " " + to_label(diff_class);

@@ -72,8 +72,8 @@ RunFile merge_shards(const std::vector<NamedRun>& shards) {
     int index = shard.run.header.shard.index;
     auto [it, inserted] = by_index.emplace(index, &shard);
     if (!inserted) {
-      throw Error("shard " + shard_name(index, count) + " is given twice: " + it->second->name + " and " +
-                  shard.name + "; pass each shard file once");
+      throw Error("shard " + shard_name(index, count) + " is given twice: " + it->second->name + " and " + shard.name +
+                  "; pass each shard file once");
     }
   }
   std::string missing;

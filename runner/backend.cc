@@ -9,8 +9,8 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/passes/xnnpack_rewrite.h>
-#include <torch/csrc/jit/tensorexpr/codegen.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/tensorexpr/codegen.h>
 
 #include <algorithm>
 #include <set>
@@ -69,7 +69,8 @@ class SettingsGuard {
 class AutocastGuard {
  public:
   AutocastGuard(bool enabled, at::ScalarType dtype)
-      : m_enabled(enabled), m_was_enabled(at::autocast::is_cpu_enabled()),
+      : m_enabled(enabled),
+        m_was_enabled(at::autocast::is_cpu_enabled()),
         m_dtype(at::autocast::get_autocast_cpu_dtype()) {
     if (m_enabled) {
       at::autocast::set_autocast_cpu_dtype(dtype);
@@ -96,7 +97,8 @@ class AutocastGuard {
 class FuserGuard {
  public:
   explicit FuserGuard(bool enabled)
-      : m_enabled(enabled), m_was_enabled(torch::jit::tensorExprFuserEnabled()),
+      : m_enabled(enabled),
+        m_was_enabled(torch::jit::tensorExprFuserEnabled()),
         m_could_fuse_cpu(torch::jit::canFuseOnCPU()) {
     if (m_enabled) {
       torch::jit::setTensorExprFuserEnabled(true);

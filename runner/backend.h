@@ -27,9 +27,9 @@ namespace driftgate {
 
 // Where an instance comes from: for loading and for error messages.
 struct BackendSource {
-  std::string config_path;   // the experiment's config, first in every message
-  std::string model_path;    // the TorchScript file to load
-  int default_threads = 1;   // used when the spec's threads is 0
+  std::string config_path;  // the experiment's config, first in every message
+  std::string model_path;   // the TorchScript file to load
+  int default_threads = 1;  // used when the spec's threads is 0
 };
 
 // One stage of an instance's life, named in errors.

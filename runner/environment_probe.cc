@@ -132,9 +132,8 @@ Environment probe_environment(int threads) {
   Environment environment;
   const std::string config = at::show_config();
 
-  environment.keyed["libtorch"] = std::to_string(TORCH_VERSION_MAJOR) + "." +
-                                  std::to_string(TORCH_VERSION_MINOR) + "." +
-                                  std::to_string(TORCH_VERSION_PATCH);
+  environment.keyed["libtorch"] = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                                  "." + std::to_string(TORCH_VERSION_PATCH);
   // show_config says "Intel(R) MKL-DNN v2.6.3 (Git Hash ...)"; the key takes the version only.
   std::string onednn_full = value_after(config, "MKL-DNN ");
   std::string onednn = onednn_full.substr(0, onednn_full.find(' '));

@@ -31,8 +31,8 @@ at::Tensor load_image_input(const ImageInput& image) {
   int width = 0;
   int height = 0;
   int channels = 0;
-  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-      stbi_load(image.path.c_str(), &width, &height, &channels, 0), stbi_image_free);
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load(image.path.c_str(), &width, &height, &channels, 0),
+                                                   stbi_image_free);
   if (!pixels) {
     const char* reason = stbi_failure_reason();
     throw Error("image '" + image.path + "' cannot be read: " + (reason ? reason : "unknown reason") +
@@ -44,8 +44,8 @@ at::Tensor load_image_input(const ImageInput& image) {
                 "-colorspace sRGB -type TrueColor out.png`) or use a random input");
   }
   if ((image.width > 0) != (image.height > 0)) {
-    throw Error("image '" + image.path + "': resize needs both width and height (got " +
-                std::to_string(image.width) + " x " + std::to_string(image.height) + ")");
+    throw Error("image '" + image.path + "': resize needs both width and height (got " + std::to_string(image.width) +
+                " x " + std::to_string(image.height) + ")");
   }
   for (double deviation : image.std) {
     if (deviation == 0.0) {
@@ -63,12 +63,10 @@ at::Tensor load_image_input(const ImageInput& image) {
   if (image.width > 0 && (image.width != width || image.height != height)) {
     tensor = at::upsample_bilinear2d(tensor, {image.height, image.width}, /*align_corners=*/false);
   }
-  at::Tensor mean = at::tensor({image.mean[0], image.mean[1], image.mean[2]}, at::kDouble)
-                        .to(at::kFloat)
-                        .view({1, 3, 1, 1});
-  at::Tensor deviation = at::tensor({image.std[0], image.std[1], image.std[2]}, at::kDouble)
-                             .to(at::kFloat)
-                             .view({1, 3, 1, 1});
+  at::Tensor mean =
+      at::tensor({image.mean[0], image.mean[1], image.mean[2]}, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
+  at::Tensor deviation =
+      at::tensor({image.std[0], image.std[1], image.std[2]}, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
   return tensor.sub(mean).div(deviation).contiguous();
 }
 

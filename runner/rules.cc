@@ -21,10 +21,9 @@ std::string mismatched(const Tier1Stats& stats) {
 
 // assert_close's two "Greatest ... difference" lines, over mismatching elements only.
 std::string greatest(const MismatchDetail& detail, double atol, double rtol) {
-  return "Greatest absolute difference: " + format_value(detail.abs) + " at index " +
-         format_index(detail.abs_index) + " (up to " + format_value(atol) +
-         " allowed) · Greatest relative difference: " + format_value(detail.rel) + " at index " +
-         format_index(detail.rel_index) + " (up to " + format_value(rtol) + " allowed) · at " +
+  return "Greatest absolute difference: " + format_value(detail.abs) + " at index " + format_index(detail.abs_index) +
+         " (up to " + format_value(atol) + " allowed) · Greatest relative difference: " + format_value(detail.rel) +
+         " at index " + format_index(detail.rel_index) + " (up to " + format_value(rtol) + " allowed) · at " +
          format_index(detail.abs_index) + " reference " + format_value(detail.abs_reference) + ", target " +
          format_value(detail.abs_target);
 }
@@ -44,12 +43,12 @@ std::string oracle_failure(const Tier1Stats& stats, const Tolerance& tolerance, 
                              ", max |reference - float64| " + format_value(oracle.reference_max_abs);
   if (!(oracle.target_rmse <= allowed)) {
     return "oracle rule (PyTorch same()): the target's RMSE against float64 " + format_value(oracle.target_rmse) +
-           " exceeds " + format_value(k) + " x the reference's " + format_value(oracle.reference_rmse) +
-           " + atol/10 " + format_value(floor) + " = " + format_value(allowed) + errors;
+           " exceeds " + format_value(k) + " x the reference's " + format_value(oracle.reference_rmse) + " + atol/10 " +
+           format_value(floor) + " = " + format_value(allowed) + errors;
   }
   if (oracle.target_rmse > 0.0 && oracle.target_rmse >= k_oracle_flag_ratio * oracle.reference_rmse) {
-    std::string ratio = oracle.reference_rmse > 0.0 ? format_value(oracle.target_rmse / oracle.reference_rmse) + " x"
-                                                    : "infinitely";
+    std::string ratio =
+        oracle.reference_rmse > 0.0 ? format_value(oracle.target_rmse / oracle.reference_rmse) + " x" : "infinitely";
     return "oracle rule (PyTorch same()): the target's RMSE against float64 " + format_value(oracle.target_rmse) +
            " is " + ratio + " the reference's " + format_value(oracle.reference_rmse) +
            " (10 x or more is flagged even where atol/10 " + format_value(floor) + " would absorb it)" + errors;
@@ -91,10 +90,10 @@ std::string rule_failure(const Tier1Stats& stats, const MismatchDetail& detail, 
              format_value(tolerance.atol) + " + rtol " + format_value(tolerance.rtol) + " x max |reference| " +
              format_value(stats.max_abs_reference_value) + " = " + format_value(limit) + " · " + mismatched(stats) +
              " · Greatest absolute difference: " + format_value(stats.max_abs) + " at index " +
-             format_index(stats.max_abs_index) + " (reference " + format_value(stats.max_abs_reference) +
-             ", target " + format_value(stats.max_abs_target) + ") · minimum required tolerance: atol " +
-             format_value(min_atol) + " at rtol " + format_value(tolerance.rtol) + ", or rtol " +
-             format_value(min_rtol) + " at atol " + format_value(tolerance.atol);
+             format_index(stats.max_abs_index) + " (reference " + format_value(stats.max_abs_reference) + ", target " +
+             format_value(stats.max_abs_target) + ") · minimum required tolerance: atol " + format_value(min_atol) +
+             " at rtol " + format_value(tolerance.rtol) + ", or rtol " + format_value(min_rtol) + " at atol " +
+             format_value(tolerance.atol);
     }
     case ToleranceRule::k_polygraphy:
       if (stats.mismatches == 0) {
@@ -110,8 +109,8 @@ std::string rule_failure(const Tier1Stats& stats, const MismatchDetail& detail, 
   if (stats.mismatches == 0) {
     return "";
   }
-  return "Tensor-likes are not close! " + mismatched(stats) + " · " +
-         greatest(detail, tolerance.atol, tolerance.rtol) + " · " + minimum(stats, tolerance);
+  return "Tensor-likes are not close! " + mismatched(stats) + " · " + greatest(detail, tolerance.atol, tolerance.rtol) +
+         " · " + minimum(stats, tolerance);
 }
 
 }  // namespace driftgate

@@ -81,9 +81,8 @@ std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const 
 // the smallest atol (rtol) with which `|a-b| <= atol + rtol*|b|`, evaluated exactly
 // so in double as torch.isclose does, passes every finite element at the
 // configured rtol (atol). `detail`, when given, receives the worst mismatch.
-Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target,
-                               const Tolerance& tolerance, int64_t* nonfinite_mismatches = nullptr,
-                               MismatchDetail* detail = nullptr);
+Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target, const Tolerance& tolerance,
+                               int64_t* nonfinite_mismatches = nullptr, MismatchDetail* detail = nullptr);
 
 // Both sides' error against the float64 oracle (same shapes required).
 OracleErrors compute_oracle_errors(const at::Tensor& reference, const at::Tensor& target, const at::Tensor& oracle);

@@ -121,8 +121,8 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
   }
   // Relative errors divide by max(|b|, rel_floor) so that reference values near
   // zero (where any absolute error is "infinitely" relative) do not dominate.
-  stats.rel_floor = stats.max_abs_reference_value > 0.0 ? 1e-3 * stats.max_abs_reference_value
-                                                        : std::numeric_limits<double>::min();
+  stats.rel_floor =
+      stats.max_abs_reference_value > 0.0 ? 1e-3 * stats.max_abs_reference_value : std::numeric_limits<double>::min();
   const double normwise_limit = tolerance.atol + tolerance.rtol * stats.max_abs_reference_value;
   MismatchDetail local_detail;
   MismatchDetail& worst = detail != nullptr ? *detail : local_detail;
@@ -249,8 +249,7 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
   return stats;
 }
 
-OracleErrors compute_oracle_errors(const at::Tensor& reference, const at::Tensor& target,
-                                   const at::Tensor& oracle) {
+OracleErrors compute_oracle_errors(const at::Tensor& reference, const at::Tensor& target, const at::Tensor& oracle) {
   at::Tensor o = as_double(oracle);
   auto errors_of = [&o](const at::Tensor& side, double& max_abs, double& rmse) {
     at::Tensor diff = (as_double(side) - o).abs();

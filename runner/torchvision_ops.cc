@@ -37,10 +37,10 @@ std::vector<int64_t> nms_kernel(const at::Tensor& boxes, const at::Tensor& score
       if (suppressed[j]) {
         continue;
       }
-      const Scalar width = std::max<Scalar>(0, std::min(box[4 * i + 2], box[4 * j + 2]) -
-                                                   std::max(box[4 * i + 0], box[4 * j + 0]));
-      const Scalar height = std::max<Scalar>(0, std::min(box[4 * i + 3], box[4 * j + 3]) -
-                                                    std::max(box[4 * i + 1], box[4 * j + 1]));
+      const Scalar width =
+          std::max<Scalar>(0, std::min(box[4 * i + 2], box[4 * j + 2]) - std::max(box[4 * i + 0], box[4 * j + 0]));
+      const Scalar height =
+          std::max<Scalar>(0, std::min(box[4 * i + 3], box[4 * j + 3]) - std::max(box[4 * i + 1], box[4 * j + 1]));
       const Scalar intersection = width * height;
       const Scalar iou = intersection / (area[i] + area[j] - intersection);
       if (iou > iou_threshold) {
@@ -54,8 +54,7 @@ std::vector<int64_t> nms_kernel(const at::Tensor& boxes, const at::Tensor& score
 }  // namespace
 
 at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
-  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "torchvision::nms: boxes must be [N, 4], got ",
-              boxes.sizes());
+  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "torchvision::nms: boxes must be [N, 4], got ", boxes.sizes());
   TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "torchvision::nms: scores must be [N] with N ",
               boxes.size(0), ", got ", scores.sizes());
   TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "torchvision::nms: boxes and scores must share a dtype");

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Exports the demo models and images into models/ (generated, never committed).
-# Skips the export when the models are already there; --force re-exports.
+# Skips the export when the models are already there and were exported by the current
+# exporter scripts (models/.exporter-stamp holds their hash); --force re-exports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ "${1:-}" != "--force" && -f models/resnet18.pt && -f models/lraspp_mobilenet_v3_large.pt \
+stamp=$(cat tools/export_models.py tools/export_detection.py tools/export_digits.py | sha1sum | cut -c1-40)
+if [[ -f models/resnet18.pt && "$(cat models/.exporter-stamp 2>/dev/null)" != "$stamp" ]]; then
+  echo "prepare-demo: the exporter scripts changed since models/ was exported; exporting again"
+fi
+if [[ "${1:-}" != "--force" && "$(cat models/.exporter-stamp 2>/dev/null)" == "$stamp" && -f models/resnet18.pt && -f models/lraspp_mobilenet_v3_large.pt \
       && -f models/mobilenet_v3_small.pt && -f models/images/scene1.png \
       && -f models/digits_cnn.pt && -f models/digits/labels.txt && -f models/images/chelsea.png \
       && -f models/ssdlite_head.pt && -f models/retinanet.pt && -f models/tie_detector.pt ]]; then
@@ -17,4 +22,5 @@ mkdir -p models/images
 /usr/bin/python3 tools/export_models.py image --out models/images/scene1.png --size 256 --seed 1
 /usr/bin/python3 tools/export_models.py digits --out models  # a CNN trained on scikit-learn's digits (seconds)
 /usr/bin/python3 tools/export_models.py photos --out models/images  # real photos from skimage.data
+echo "$stamp" >models/.exporter-stamp
 echo "prepare-demo: exported the demo models and images into models/"

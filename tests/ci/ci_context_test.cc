@@ -26,8 +26,7 @@ TEST(CiContext, OutsideCiThereIsNoBase) {
 }
 
 TEST(CiContext, GithubPullRequestUsesBaseAndHeadShaNotTheMergeCommit) {
-  std::string path = write_temp("dg_event_pr.json",
-                                R"({"pull_request":{"base":{"sha":"aaa"},"head":{"sha":"bbb"}}})");
+  std::string path = write_temp("dg_event_pr.json", R"({"pull_request":{"base":{"sha":"aaa"},"head":{"sha":"bbb"}}})");
   CiContext context =
       read_ci_context({{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", path}, {"GITHUB_SHA", "merge"}});
   EXPECT_EQ(context.system, "github");
@@ -49,8 +48,7 @@ TEST(CiContext, GithubRealPayloadFromSharedApi) {
 
 TEST(CiContext, GithubPushEventFallsBackToGithubSha) {
   std::string path = write_temp("dg_event_push.json", R"({"ref":"refs/heads/main"})");
-  CiContext context =
-      read_ci_context({{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", path}, {"GITHUB_SHA", "ccc"}});
+  CiContext context = read_ci_context({{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", path}, {"GITHUB_SHA", "ccc"}});
   EXPECT_FALSE(context.base_sha);
   EXPECT_EQ(context.head_sha.value_or(""), "ccc");
 }
@@ -61,15 +59,14 @@ TEST(CiContext, MalformedGithubPayloadIsAnErrorNamingTheFile) {
     read_ci_context({{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", path}});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(path + " (GITHUB_EVENT_PATH): not a valid event payload"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(path + " (GITHUB_EVENT_PATH): not a valid event payload"), std::string::npos)
         << e.what();
   }
 }
 
 TEST(CiContext, GitlabMergeRequestUsesDiffBaseSha) {
-  CiContext context = read_ci_context(
-      {{"GITLAB_CI", "true"}, {"CI_MERGE_REQUEST_DIFF_BASE_SHA", "ddd"}, {"CI_COMMIT_SHA", "eee"}});
+  CiContext context =
+      read_ci_context({{"GITLAB_CI", "true"}, {"CI_MERGE_REQUEST_DIFF_BASE_SHA", "ddd"}, {"CI_COMMIT_SHA", "eee"}});
   EXPECT_EQ(context.system, "gitlab");
   EXPECT_EQ(context.base_sha.value_or(""), "ddd");
   EXPECT_EQ(context.head_sha.value_or(""), "eee");

@@ -175,7 +175,8 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: lots}\n",
      "DIR/x.yaml:5:19: atol must be a finite number, got 'lots'"},
     {"name: a\nmodel: m.pt\ninputs: []\ntargets: [frozen]\n", "DIR/x.yaml:3:9: inputs must have at least 1 entry"},
-    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n", "DIR/x.yaml:1:1: the experiment needs the key 'targets'"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n",
+     "DIR/x.yaml:1:1: the experiment needs the key 'targets'"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_fp32]\n",
      "DIR/x.yaml:4:11: target 'cpu_fp32' is the reference itself; compare it with another backend"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2, 0]}}]\ntargets: [frozen]\n",
@@ -191,8 +192,7 @@ const BadConfig k_bad_configs[] = {
     {"name: [unclosed\n", "DIR/x.yaml:2:1: not valid YAML: end of sequence flow not found"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen, frozen]\n",
      "DIR/x.yaml:4:19: duplicate target 'frozen'"},
-    {"- just\n- a list\n",
-     "DIR/x.yaml:1:1: the experiment must be a mapping of keys to values, got a list"},
+    {"- just\n- a list\n", "DIR/x.yaml:1:1: the experiment must be a mapping of keys to values, got a list"},
     {"name: a\nmodel: m.pt\ninputs: [{name: c, image: cat.png, mean: [0.5, 0.5]}]\ntargets: [frozen]\n",
      "DIR/x.yaml:3:42: mean must have exactly 3 values (one per RGB channel), got 2"},
     {"name: a\n---\nname: b\n",
@@ -219,8 +219,7 @@ TEST_F(ExperimentTest, TaskSectionIsParsed) {
   EXPECT_EQ(e.task->labels.at("r"), std::vector<int64_t>{3});
   EXPECT_DOUBLE_EQ(e.task->tolerances.min_top1_agreement, 0.9);
   EXPECT_EQ(e.task->origin, (m_dir / "x.yaml").string() + ":5:7");
-  EXPECT_FALSE(
-      parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n").task);
+  EXPECT_FALSE(parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n").task);
 }
 
 TEST_F(ExperimentTest, MalformedConfigsGivePinnedMessages) {

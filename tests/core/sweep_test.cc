@@ -52,8 +52,7 @@ TEST(Sweep, PassRatesFromRecordedMinimumTolerances) {
   EXPECT_EQ(table.skipped, 1);
   std::ostringstream text;
   render_sweep_text(text, table);
-  EXPECT_NE(text.str().find("frozen       2  50.0% (1/2)  50.0% (1/2)  100.0% (2/2)  100.0% (2/2)"),
-            std::string::npos)
+  EXPECT_NE(text.str().find("frozen       2  50.0% (1/2)  50.0% (1/2)  100.0% (2/2)  100.0% (2/2)"), std::string::npos)
       << text.str();
   EXPECT_NE(text.str().find("1 skipped check(s) are not counted"), std::string::npos);
 }

@@ -56,8 +56,7 @@ TEST(GatePolicy, ValuesRememberTheirOrigin) {
       "policy.yaml", k_today);
   EXPECT_EQ(describe_policy(policy),
             (std::vector<std::string>{
-                "(policy.yaml:2) gate: [regressed, drift_grew]",
-                "(policy.yaml:5) experiments.bf16.gate: [crashed]",
+                "(policy.yaml:2) gate: [regressed, drift_grew]", "(policy.yaml:5) experiments.bf16.gate: [crashed]",
                 "(policy.yaml:7) allow: 'exp/*/cpu_fp32~onednn_off/*' owner alice until 2026-12-31: known oneDNN "
                 "rounding, tracked in #12",
                 "(policy.yaml:11) allow: 'old/*' owner bob until 2026-06-14 EXPIRED: was flaky"}));
@@ -126,16 +125,17 @@ TEST(GatePolicy, TheExitCodeFollowsPerCheckDecisions) {
   RunFile run = make_run(k_sha, make_environment(),
                          {make_check("a", S::k_fail_numeric, 1.0), make_check("b", S::k_fail_numeric, 1.0)});
   DiffResult result = diff_runs(run, baseline);
-  GatePolicy one = parse_gate_policy("allow: [{check: 'exp/a/*', owner: o, reason: r, expires: 2026-12-31}]\n",
-                                     "p.yaml", k_today);
+  GatePolicy one =
+      parse_gate_policy("allow: [{check: 'exp/a/*', owner: o, reason: r, expires: 2026-12-31}]\n", "p.yaml", k_today);
   EXPECT_EQ(gate_exit_code(result, one), ExitCode::k_gated);
-  GatePolicy both = parse_gate_policy("allow: [{check: 'exp/*', owner: o, reason: r, expires: 2026-12-31}]\n",
-                                      "p.yaml", k_today);
+  GatePolicy both =
+      parse_gate_policy("allow: [{check: 'exp/*', owner: o, reason: r, expires: 2026-12-31}]\n", "p.yaml", k_today);
   EXPECT_EQ(gate_exit_code(result, both), ExitCode::k_ok);
   EXPECT_TRUE(gated_classes_present(result, both).empty());
-  EXPECT_EQ(gate_exit_code(result, parse_gate_policy("allow: [{check: 'exp/*', owner: o, reason: r, expires: 2026-12-31}]\n",
-                                                     "p.yaml", "2027-01-01")),
-            ExitCode::k_gated);
+  EXPECT_EQ(
+      gate_exit_code(result, parse_gate_policy("allow: [{check: 'exp/*', owner: o, reason: r, expires: 2026-12-31}]\n",
+                                               "p.yaml", "2027-01-01")),
+      ExitCode::k_gated);
 }
 
 TEST(GatePolicy, DatesAreValidated) {

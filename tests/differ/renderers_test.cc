@@ -51,7 +51,8 @@ struct Fixture {
 };
 
 const std::string k_expired_note =
-    "allowlist entry 'exp/b/*' (gate.yaml:3, owner bob) expired on 2026-01-01 and no longer applies; renew or remove it";
+    "allowlist entry 'exp/b/*' (gate.yaml:3, owner bob) expired on 2026-01-01 and no longer applies; renew or remove "
+    "it";
 
 TEST(PolicyInReports, AllowedChecksPassExpiredEntriesAreNotedEverywhere) {
   Fixture f;
@@ -87,7 +88,8 @@ TEST(PolicyInReports, AllowedChecksPassExpiredEntriesAreNotedEverywhere) {
 
   std::string text = render_text(report);
   EXPECT_NE(text.find("note: " + k_expired_note + "\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  (gate.yaml:3) allow: 'exp/b/*' owner bob until 2026-01-01 EXPIRED: stale\n"), std::string::npos)
+  EXPECT_NE(text.find("  (gate.yaml:3) allow: 'exp/b/*' owner bob until 2026-01-01 EXPIRED: stale\n"),
+            std::string::npos)
       << text;
 
   std::string junit = render_junit(report);
@@ -135,8 +137,9 @@ TEST(JunitReport, OneTestcasePerCheckFailuresForGatedEscaped) {
   BaselineSelection none;
   none.reason = "no baseline within 3 first-parent commits of <abc>";
   std::string neutral = render_junit(make_report(f.run, none, std::nullopt, f.policy));
-  EXPECT_NE(neutral.find("<property name=\"reason\" value=\"no baseline within 3 first-parent commits of &lt;abc&gt;\"/>"),
-            std::string::npos)
+  EXPECT_NE(
+      neutral.find("<property name=\"reason\" value=\"no baseline within 3 first-parent commits of &lt;abc&gt;\"/>"),
+      std::string::npos)
       << neutral;
   EXPECT_EQ(neutral.find("<testcase"), std::string::npos);
 }

@@ -59,8 +59,8 @@ TEST(AssertCloseAgreement, VerdictsCountsAndMinimumTolerancesMatchPyTorch) {
     if (item.at("tolerance").is_null()) {
       options.tolerance_per_dtype = true;
     } else {
-      options.tolerance = Tolerance{item.at("tolerance").at("atol").get<double>(),
-                                    item.at("tolerance").at("rtol").get<double>()};
+      options.tolerance =
+          Tolerance{item.at("tolerance").at("atol").get<double>(), item.at("tolerance").at("rtol").get<double>()};
     }
     std::vector<LeafComparison> leaves = compare_outputs(reference, target, options);
     ASSERT_EQ(leaves.size(), 1u);

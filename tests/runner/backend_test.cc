@@ -191,8 +191,7 @@ TEST_F(BackendTest, LoadFailureNamesConfigBackendStageAndModel) {
     FAIL() << "loading a broken model did not throw";
   } catch (const Error& e) {
     std::string message = e.what();
-    EXPECT_EQ(message.rfind("configs/x.yaml: backend 'cpu_fp32': load of '" + broken + "' failed: ", 0), 0u)
-        << message;
+    EXPECT_EQ(message.rfind("configs/x.yaml: backend 'cpu_fp32': load of '" + broken + "' failed: ", 0), 0u) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
 }

@@ -128,7 +128,7 @@ TEST(Runner, ReferenceThatCannotLoadGivesOneErrorPerTargetAndInput) {
     EXPECT_EQ(check.status, CheckStatus::k_crash_ref);
     EXPECT_EQ(check.output, "*");
     EXPECT_EQ(check.message.rfind("the reference failed, so there is nothing to compare with: " +
-                                  experiment.config_path + ": backend 'cpu_fp32': load of",
+                                      experiment.config_path + ": backend 'cpu_fp32': load of",
                                   0),
               0u)
         << check.message;

@@ -124,8 +124,7 @@ TEST(Tier1Stats, MinRtolPassesExactlyAtThatRtol) {
   Tier1Stats stats = compute_tier1_stats(reference, target, Tolerance{atol, 0.0});
   ASSERT_GT(stats.min_rtol, 0.0);
   EXPECT_EQ(compute_tier1_stats(reference, target, Tolerance{atol, stats.min_rtol}).mismatches, 0);
-  EXPECT_GT(compute_tier1_stats(reference, target, Tolerance{atol, std::nextafter(stats.min_rtol, 0.0)}).mismatches,
-            0);
+  EXPECT_GT(compute_tier1_stats(reference, target, Tolerance{atol, std::nextafter(stats.min_rtol, 0.0)}).mismatches, 0);
   // A reference zero with a difference above atol cannot be fixed by any rtol.
   EXPECT_TRUE(std::isinf(compute_tier1_stats(values({0}), values({1}), Tolerance{0.5, 0.0}).min_rtol));
 }
@@ -259,8 +258,8 @@ TEST(Tier1Flatten, PathsForNestedTuplesListsAndSortedDicts) {
   for (const auto& leaf : flatten_output(output)) {
     paths.push_back(leaf.path);
   }
-  EXPECT_EQ(paths, (std::vector<std::string>{"out[0]", "out[1][0]", "out[1][1]", "out[2]['boxes']",
-                                             "out[2]['scores']"}));
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"out[0]", "out[1][0]", "out[1][1]", "out[2]['boxes']", "out[2]['scores']"}));
   EXPECT_EQ(flatten_output(at::ones({1})).front().path, "out");
 }
 

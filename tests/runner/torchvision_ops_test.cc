@@ -52,8 +52,8 @@ TEST(TorchvisionOps, NmsMatchesTheDefinition) {
 }
 
 TEST(TorchvisionOps, TiesKeepTheLowerIndexFirst) {
-  at::Tensor boxes = at::tensor({0.0f, 0.0f, 10.0f, 10.0f, 0.0f, 0.0f, 10.0f, 10.0f, 50.0f, 50.0f, 60.0f, 60.0f})
-                         .reshape({3, 4});
+  at::Tensor boxes =
+      at::tensor({0.0f, 0.0f, 10.0f, 10.0f, 0.0f, 0.0f, 10.0f, 10.0f, 50.0f, 50.0f, 60.0f, 60.0f}).reshape({3, 4});
   at::Tensor scores = at::tensor({0.5f, 0.5f, 0.5f});
   at::Tensor kept = nms(boxes, scores, 0.5);
   EXPECT_EQ(std::vector<int64_t>(kept.data_ptr<int64_t>(), kept.data_ptr<int64_t>() + kept.numel()),
