@@ -1,6 +1,9 @@
 #include "runner/file_hashes.h"
 
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,12 +58,58 @@ bool read_all(int fd, char* data, size_t size) {
   return true;
 }
 
+// The git blob id of the file (SHA-1 of "blob <size>\0" and the content), as
+// hash_file() computes it, with OpenSSL's SHA-1: libgit2's collision-detecting one
+// is about three times slower (0.1 s for a 47 MB resnet18). "" when anything goes
+// wrong (unreadable, changed while read): hash_file() then answers, or says why not.
+std::string fast_blob_id(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return "";
+  }
+  struct stat info {};
+  std::string id;
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && context != nullptr &&
+      EVP_DigestInit_ex(context, EVP_sha1(), nullptr) == 1) {
+    const std::string header = "blob " + std::to_string(info.st_size) + std::string(1, '\0');
+    bool ok = EVP_DigestUpdate(context, header.data(), header.size()) == 1;
+    std::vector<char> buffer(1 << 20);
+    int64_t total = 0;
+    while (ok) {
+      ssize_t got = ::read(fd, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) {
+        continue;
+      }
+      if (got <= 0) {
+        ok = got == 0;
+        break;
+      }
+      total += got;
+      ok = EVP_DigestUpdate(context, buffer.data(), static_cast<size_t>(got)) == 1;
+    }
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    if (ok && total == static_cast<int64_t>(info.st_size) && EVP_DigestFinal_ex(context, digest, &length) == 1) {
+      static const char* const k_hex = "0123456789abcdef";
+      for (unsigned int i = 0; i < length; ++i) {
+        id += k_hex[digest[i] >> 4];
+        id += k_hex[digest[i] & 0xf];
+      }
+    }
+  }
+  EVP_MD_CTX_free(context);
+  ::close(fd);
+  return id;
+}
+
 // Hashes in order, stopping at the first error: (hashes, error).
 std::pair<std::vector<std::string>, std::string> hash_all(const std::vector<std::string>& paths) {
   std::vector<std::string> hashes;
   try {
     for (const std::string& path : paths) {
-      hashes.push_back(hash_file(path));
+      std::string id = fast_blob_id(path);
+      hashes.push_back(id.empty() ? hash_file(path) : id);
     }
   } catch (const Error& e) {
     return {hashes, e.what()};

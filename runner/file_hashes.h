@@ -5,8 +5,8 @@
 // process sits idle while an experiment's forked child loads and runs its backends.
 // start() forks one hasher process that runs core's hash_file() on every path and
 // sends the results back over a pipe; wait() collects them. The hashes are exactly
-// hash_file()'s (git blob ids), and a file that cannot be hashed throws the same
-// driftgate::Error from wait(). A process, not a thread: the runner forks its
+// hash_file()'s (git blob ids, computed with OpenSSL's faster SHA-1), and a file
+// that cannot be hashed throws the same driftgate::Error from wait(). A process, not a thread: the runner forks its
 // experiment children meanwhile, and a fork never copies another thread's locks.
 #pragma once
 
