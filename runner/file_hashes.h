@@ -3,11 +3,12 @@
 // It exists because hashing is the runner's largest fixed cost after process start
 // (a 47 MB resnet18 is ~0.1 s of SHA-1, a 77 MB RetinaNet more) and the runner
 // process sits idle while an experiment's forked child loads and runs its backends.
-// start() forks one hasher process that runs core's hash_file() on every path and
+// start() forks one hasher process that hashes every path and
 // sends the results back over a pipe; wait() collects them. The hashes are exactly
 // hash_file()'s (git blob ids, computed with OpenSSL's faster SHA-1), and a file
-// that cannot be hashed throws the same driftgate::Error from wait(). A process, not a thread: the runner forks its
-// experiment children meanwhile, and a fork never copies another thread's locks.
+// that cannot be hashed throws the same driftgate::Error from wait(). A process,
+// not a thread: the runner forks its experiment children meanwhile, and a fork
+// never copies another thread's locks.
 #pragma once
 
 #include <sys/types.h>
