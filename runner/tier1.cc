@@ -87,8 +87,8 @@ std::string leaf_kind(const c10::IValue& value) {
 }
 
 bool is_comparable_scalar(const c10::IValue& value) {
-  return value.isInt() || value.isBool() || value.isString() || value.isNone() || value.isTuple() ||
-         value.isList() || value.isGenericDict();
+  return value.isInt() || value.isBool() || value.isString() || value.isNone() || value.isTuple() || value.isList() ||
+         value.isGenericDict();
 }
 
 std::string render_scalar(const c10::IValue& value) {
@@ -102,8 +102,7 @@ std::string render_scalar(const c10::IValue& value) {
 }
 
 void flatten_into(const c10::IValue& value, const std::string& path,
-                  std::vector<std::pair<std::string, std::string>>& containers,
-                  std::vector<OutputLeaf>& leaves) {
+                  std::vector<std::pair<std::string, std::string>>& containers, std::vector<OutputLeaf>& leaves) {
   std::vector<std::pair<std::string, c10::IValue>> children;
   std::string description;
   if (value.isTuple()) {
@@ -123,8 +122,7 @@ void flatten_into(const c10::IValue& value, const std::string& path,
     for (const auto& entry : value.toGenericDict()) {
       entries.emplace_back(entry.key(), entry.value());
     }
-    std::sort(entries.begin(), entries.end(),
-              [](const auto& a, const auto& b) { return key_less(a.first, b.first); });
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return key_less(a.first, b.first); });
     description = "dict with keys ";
     for (size_t i = 0; i < entries.size(); ++i) {
       std::string key = render_key(entries[i].first);
@@ -155,15 +153,13 @@ bool device_matches(const at::Tensor& tensor, Device device) {
 }
 
 // Structure check of one reference leaf against the target's leaves and containers.
-std::string structure_problem(const OutputLeaf& leaf,
-                              const std::map<std::string, const OutputLeaf*>& target_leaves,
+std::string structure_problem(const OutputLeaf& leaf, const std::map<std::string, const OutputLeaf*>& target_leaves,
                               const std::map<std::string, std::string>& target_containers) {
   for (const auto& [path, description] : leaf.containers) {
     auto container = target_containers.find(path);
     if (container != target_containers.end()) {
       if (container->second != description) {
-        return path + ": the reference's output is a " + description + ", the target's a " +
-               container->second;
+        return path + ": the reference's output is a " + description + ", the target's a " + container->second;
       }
       continue;
     }
@@ -173,8 +169,7 @@ std::string structure_problem(const OutputLeaf& leaf,
   }
   auto other = target_leaves.find(leaf.path);
   if (other == target_leaves.end()) {
-    return leaf.path + ": the target's output has a container where the reference has a " +
-           leaf_kind(leaf.value);
+    return leaf.path + ": the target's output has a container where the reference has a " + leaf_kind(leaf.value);
   }
   const c10::IValue& target = other->second->value;
   if (leaf_kind(target) != leaf_kind(leaf.value)) {
@@ -201,8 +196,8 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
   result.observed_target = observe_tensor(target);
   if (!device_matches(target, options.target_device) || !device_matches(reference, options.reference_device)) {
     result.status = CheckStatus::k_fail_device;
-    result.message = "driftgate refuses to label a check " + std::string(to_string(options.reference_device)) +
-                     " vs " + to_string(options.target_device) +
+    result.message = "driftgate refuses to label a check " + std::string(to_string(options.reference_device)) + " vs " +
+                     to_string(options.target_device) +
                      " whose outputs did not come from those devices: the reference's output is on " +
                      result.observed_reference->device + ", the target's on " + result.observed_target->device;
     return result;
@@ -242,9 +237,9 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
   }
   if (result.tolerance.rule == ToleranceRule::k_oracle && !stats.oracle) {
     result.status = CheckStatus::k_crash_ref;
-    result.message = "the oracle rule needs the float64 oracle's output here, but " +
-                     (options.oracle_problem.empty() ? std::string("it has no matching tensor at ") + path
-                                                     : options.oracle_problem);
+    result.message =
+        "the oracle rule needs the float64 oracle's output here, but " +
+        (options.oracle_problem.empty() ? std::string("it has no matching tensor at ") + path : options.oracle_problem);
     return result;
   }
   std::string failure = rule_failure(stats, detail, result.tolerance, result.observed_target->dtype);
@@ -377,9 +372,8 @@ namespace {
 // full statistics would only find max |a-b| = 0 and no nonfinite mismatch.
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes() || a.layout() != at::kStrided ||
-      b.layout() != at::kStrided || !a.device().is_cpu() || !b.device().is_cpu() || a.is_mkldnn() ||
-      b.is_mkldnn() || !a.is_contiguous() || !b.is_contiguous() || a.is_conj() != b.is_conj() ||
-      a.is_neg() != b.is_neg()) {
+      b.layout() != at::kStrided || !a.device().is_cpu() || !b.device().is_cpu() || a.is_mkldnn() || b.is_mkldnn() ||
+      !a.is_contiguous() || !b.is_contiguous() || a.is_conj() != b.is_conj() || a.is_neg() != b.is_neg()) {
     return false;
   }
   const size_t bytes = static_cast<size_t>(a.numel()) * a.element_size();
