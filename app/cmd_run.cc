@@ -99,7 +99,7 @@ std::optional<RunRequest> parse_request(CommandContext& context) {
        "search fallbacks for failing targets; the winning set and its latency cost go into the records")
       ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr")
       ("trace-timing", po::bool_switch(&request.trace_timing),
-       "print each phase's wall and CPU time to stderr (start, configs, probe, hashes, inputs; per\n"
+       "print each phase's wall and CPU time to stderr (start, configs, probe, hashes, inputs; per "
        "backend: load, forwards, transfer; comparison; writing), also under -q");
   // clang-format on
   po::positional_options_description positional;
