@@ -57,18 +57,28 @@ def export_pair(model, name, example, out, log):
     log(f"{path}: full model (List[Tensor] input)")
 
 
-def export_detection(out, log, randomize_batchnorm):
-    from torchvision.models.detection import RetinaNet, ssdlite320_mobilenet_v3_large
-    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
-    from torchvision.ops.feature_pyramid_network import LastLevelP6P7
-    generator = torch.Generator().manual_seed(3)
-    torch.manual_seed(3)
-    example = torch.rand(1, 3, SIZE, SIZE, generator=generator)
+def demo_ssdlite(generator, randomize_batchnorm, calibrate_batchnorm):
+    """SSDlite with random affine BatchNorm parameters and running statistics measured on a
+    random batch through backbone + head: with random statistics alone its raw outputs were
+    the same for every image (they differed by 3e-9; tests/tools/export_models_test.py)."""
+    from torchvision.models.detection import ssdlite320_mobilenet_v3_large
     ssd = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=CLASSES)
     ssd.transform.fixed_size = (SIZE, SIZE)
     ssd.transform.min_size = (SIZE,)
     ssd.transform.max_size = SIZE
     randomize_batchnorm(ssd, generator)
+    calibrate_batchnorm(RawHead(ssd, torch.zeros(1, 4)), torch.randn(4, 3, SIZE, SIZE, generator=generator))
+    return ssd
+
+
+def export_detection(out, log, randomize_batchnorm, calibrate_batchnorm):
+    from torchvision.models.detection import RetinaNet
+    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+    from torchvision.ops.feature_pyramid_network import LastLevelP6P7
+    generator = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    example = torch.rand(1, 3, SIZE, SIZE, generator=generator)
+    ssd = demo_ssdlite(generator, randomize_batchnorm, calibrate_batchnorm)
     export_pair(ssd, "ssdlite", example, out, log)
     backbone = resnet_fpn_backbone(backbone_name="resnet18", weights=None, returned_layers=[2, 3, 4],
                                    extra_blocks=LastLevelP6P7(256, 256))

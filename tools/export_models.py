@@ -245,7 +245,7 @@ def main():
         from export_detection import export_detection, export_tie
         os.makedirs(args.out, exist_ok=True)
         if args.command == "detection":
-            export_detection(args.out, log, randomize_batchnorm)
+            export_detection(args.out, log, randomize_batchnorm, calibrate_batchnorm)
         export_tie(args.out, log)
     elif args.command == "perturb":
         perturb(args.source, args.target, args.scale, args.parameter)

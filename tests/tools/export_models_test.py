@@ -64,6 +64,17 @@ class DemoModelsTest(unittest.TestCase):
         self.assertFalse(vit.heads.head.weight.any(), "the case this test is about: an all-zero head")
         self.assert_informative("VisionTransformer", *outputs(self.classifier(vit, 32), 32))
 
+    def test_ssdlite_raw_head_as_export_detection_prepares_it(self):
+        import export_detection
+        ssd = export_detection.demo_ssdlite(torch.Generator().manual_seed(3), export_models.randomize_batchnorm,
+                                            export_models.calibrate_batchnorm)
+        head = export_detection.RawHead(ssd, torch.zeros(1, 4))
+        size = export_detection.SIZE
+        for index, what in ((0, "box deltas"), (1, "class logits")):
+            first, second = outputs(head, size, lambda y, i=index: y[i])
+            spread = float((first - second).std())
+            self.assertGreater(spread, 0.01, f"ssdlite {what}: two different inputs differ by {spread:.3g}")
+
     def test_lraspp_segmentation_as_export_demo_prepares_it(self):
         generator = torch.Generator().manual_seed(0)
         seg = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
