@@ -3,6 +3,9 @@
 // commit status on the head commit (GitHub: and a check run when the token can),
 // and GitHub's job summary. Context comes from the CI's variables, overridable by
 // flags; --dry-run prints the requests, token redacted, and sends nothing.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -35,8 +38,44 @@ const CommandHelp k_help{
     "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_COMMIT_SHA; the token is a project\n"
     "access token with api scope (default variable DRIFTGATE_GITLAB_TOKEN). https only (http to loopback).\n"
     "Exit 0 when posted, whatever the verdict (the diff step gates); 2 on bad input or an API error.\n"
-    "--dry-run prints every request (token redacted) and answers as an empty API; nothing is sent.",
-    "driftgate post github report.json --key linux-cpu --artifact-url \"$RUN_URL\"   # in a workflow_run job"};
+    "--dry-run prints every request (token redacted) and answers as an empty API; nothing is sent.\n"
+    "--trend-markdown FILE (driftgate trend --markdown FILE) folds the trend into the comment and job summary\n"
+    "under \"Trend on BRANCH\", after the regression summary and only when it fits what the summary left of the\n"
+    "limit; otherwise one line says it was left out. A missing or unreadable FILE exits 2, posting nothing.",
+    "driftgate post github report.json --key linux-cpu --artifact-url \"$RUN_URL\" --trend-markdown trend.md"};
+
+// More than any surface allows (GitLab's note: 1,000,000 characters; a job summary: 1 MiB):
+// a larger trend file is read this far only, and left out of the comment with a notice.
+constexpr std::streamsize k_trend_read_limit = 2 * 1024 * 1024;
+
+// The trend markdown for the comment: at most k_trend_read_limit bytes of `path`.
+CommentAppendix read_trend(const std::string& path, const std::string& branch) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error("driftgate post: --trend-markdown " + path + ": cannot read (" + std::strerror(errno) +
+                "); write it with driftgate trend --markdown FILE, or drop the flag. Nothing was posted");
+  }
+  std::string text(static_cast<size_t>(k_trend_read_limit) + 1, '\0');
+  in.read(text.data(), k_trend_read_limit + 1);
+  if (in.bad()) {
+    throw Error("driftgate post: --trend-markdown " + path + ": read failed (" + std::strerror(errno) +
+                "); is it a regular file? Nothing was posted");
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  CommentAppendix trend;
+  trend.title = "Trend on " + branch;
+  trend.oversized = in.gcount() > k_trend_read_limit;
+  if (trend.oversized) {
+    text.resize(static_cast<size_t>(k_trend_read_limit));
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw Error("driftgate post: --trend-markdown " + path +
+                ": the file is empty; driftgate trend --markdown writes a table even for one commit. Nothing was "
+                "posted");
+  }
+  trend.markdown = std::move(text);
+  return trend;
+}
 
 struct PostRequest {
   std::string system;  // "github" or "gitlab"
@@ -52,7 +91,7 @@ struct PostRequest {
 
 std::optional<PostRequest> parse_request(CommandContext& context) {
   PostRequest request;
-  std::string api_url, repo, sha, project_id, token_env;
+  std::string api_url, repo, sha, project_id, token_env, trend_path, trend_branch;
   int pr = 0, mr = 0, connect_s = 10, read_s = 30;
   bool no_check_run = false;
   po::options_description options;
@@ -79,6 +118,10 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
                                                    "seconds to connect (TCP and TLS)")(
       "read-timeout", po::value<int>(&read_s)->default_value(30), "seconds to wait for response bytes")(
       "ca-file", po::value<std::string>(&request.ca_file), "PEM CA bundle for https (default: the system store)")(
+      "trend-markdown", po::value<std::string>(&trend_path),
+      "markdown from driftgate trend --markdown, folded after the summary when it fits")(
+      "trend-branch", po::value<std::string>(&trend_branch)->default_value("main"),
+      "branch the trend was drawn on (its section title: Trend on BRANCH)")(
       "dry-run", po::bool_switch(&request.dry_run), "print the requests (token redacted) instead of sending them")(
       "verbose,v", po::bool_switch(&request.verbose), "log every API call to stderr");
   po::positional_options_description positional;
@@ -106,6 +149,9 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       throw Error("--comment-author '" + request.settings.comment_author +
                   "': expected a GitHub login (1-39 letters, digits or hyphens), or APP-SLUG[bot] for a GitHub App");
     }
+  }
+  if (variables.count("trend-markdown") != 0) {
+    request.settings.trend = read_trend(trend_path, trend_branch);
   }
   auto set = [&](const char* name, auto& target, const auto& value) {
     if (variables.count(name) != 0) {

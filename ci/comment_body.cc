@@ -192,7 +192,12 @@ size_t measure(const std::string& text, const BodyBudget& budget) {
   return budget.bytes ? text.size() : utf16_length(text);
 }
 
-std::string render_comment_body(const Json& report, const BodyOptions& options) {
+namespace {
+
+// The verdict, counts and changed checks within options.budget (no appendix);
+// `whole` is false when checks were left out.
+std::string render_summary(const Json& report, const BodyOptions& options, bool& whole) {
+  whole = true;
   std::string body = render_head(report, options);
   // The worst gated checks: most severe class first, then the largest max_abs_after
   // (report order is by class and id, which would show the alphabetically first).
@@ -267,9 +272,50 @@ std::string render_comment_body(const Json& report, const BodyOptions& options) 
     body += details_close;
   }
   if (!complete) {
+    whole = false;
     return body + notice(worst.size() + rest.size() - shown);
   }
   return body + footer;
+}
+
+// `summary` followed by `appendix` when the summary is whole and the appendix fits
+// what it left of `budget`; else followed by a one-line notice when that fits.
+std::string append_to_body(const std::string& summary, bool summary_whole, const CommentAppendix& appendix,
+                           const BodyBudget& budget) {
+  if (appendix.markdown.empty()) {
+    return summary;
+  }
+  const std::string title = escape_text(appendix.title.empty() ? "Appendix" : appendix.title);
+  std::string section = "\n<details><summary>" + title + "</summary>\n\n" + appendix.markdown;
+  if (section.back() != '\n') {
+    section += "\n";
+  }
+  section += "\n</details>\n";
+  const size_t used = measure(summary, budget);
+  const size_t left = used < budget.limit ? budget.limit - used : 0;
+  const size_t size = measure(section, budget);
+  if (summary_whole && !appendix.oversized && size <= left) {
+    return summary + section;
+  }
+  const std::string unit = budget.bytes ? " bytes" : " characters";
+  const std::string notice =
+      summary_whole ? "\n**" + title + " left out:** it is " + (appendix.oversized ? "over " : "") +
+                          std::to_string(size) + unit + " and the regression summary left " + std::to_string(left) +
+                          " of this surface's " + std::to_string(budget.limit) + "; the summary comes first.\n"
+                    : "\n**" + title + " left out:** the changed checks alone did not fit this surface's " +
+                          std::to_string(budget.limit) + unit + "; they come first.\n";
+  if (measure(notice, budget) <= left) {
+    return summary + notice;
+  }
+  return summary;
+}
+
+}  // namespace
+
+std::string render_comment_body(const Json& report, const BodyOptions& options) {
+  bool whole = true;
+  std::string summary = render_summary(report, options, whole);
+  return append_to_body(summary, whole, options.appendix, options.budget);
 }
 
 }  // namespace driftgate

@@ -6,6 +6,12 @@
 // whole entries are dropped from the end and a notice says how many and links the
 // full report artifact, so the body is always valid markdown and never cut mid-line.
 // All text from the report goes through markdown_escape.h.
+//
+// An appendix (the markdown trend from driftgate trend --markdown) follows the
+// finished summary as a folded <details> section, only when the summary is whole
+// and the appendix fits what it left of the limit; otherwise a one-line notice
+// (when that fits) says it was left out and why. The summary is rendered exactly
+// as without an appendix either way.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,11 +33,20 @@ inline constexpr BodyBudget k_step_summary_budget{1024 * 1024, true};
 // Gated checks shown under "Worst regressions" before the rest go into <details>.
 inline constexpr int k_worst_checks_shown = 10;
 
+// Markdown appended after the summary, folded under `title`. Our own output
+// (driftgate trend --markdown), but of any size: it never displaces the summary.
+struct CommentAppendix {
+  std::string title;       // the <details> summary, e.g. "Trend on main" (escaped when rendered)
+  std::string markdown;    // "" : no appendix
+  bool oversized = false;  // the file was larger than what was read (markdown holds its first part)
+};
+
 struct BodyOptions {
   std::string marker;        // hidden sticky marker line ("" for none)
   std::string key;           // matrix key shown in the title ("" for none)
   std::string artifact_url;  // link to the full report ("" for none); must be http(s)
   BodyBudget budget = k_github_comment_budget;
+  CommentAppendix appendix = {};  // after the summary when it fits ("" markdown: none)
 };
 
 // A report.json document checked for the fields the body needs. Throws

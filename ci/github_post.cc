@@ -93,7 +93,8 @@ GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& t
   std::string marker = sticky_marker(project, settings.key);
   std::string key_shown = settings.key == "default" ? "" : settings.key;
 
-  std::string body = render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_github_comment_budget});
+  std::string body =
+      render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_github_comment_budget, settings.trend});
   GithubThread thread(api, result.pr, comment_author(api, settings, log));
   StickyResult sticky = upsert_sticky_comment(thread, marker, body, clock, policy);
   result.comment_created = sticky.created;
@@ -121,8 +122,8 @@ GithubPostResult post_github(const nlohmann::json& report, const GithubTarget& t
     }
   }
   if (!settings.step_summary_path.empty()) {
-    append_step_summary(settings.step_summary_path, report, BodyOptions{"", key_shown, artifact, k_step_summary_budget},
-                        log);
+    append_step_summary(settings.step_summary_path, report,
+                        BodyOptions{"", key_shown, artifact, k_step_summary_budget, settings.trend}, log);
   }
   return result;
 }

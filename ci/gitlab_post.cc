@@ -64,7 +64,8 @@ GitlabPostResult post_gitlab(const nlohmann::json& report, const GitlabTarget& t
   std::string project = settings.project.empty() ? target.project_id : settings.project;
   std::string marker = sticky_marker(project, settings.key);
   std::string key_shown = settings.key == "default" ? "" : settings.key;
-  std::string body = render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_gitlab_note_budget});
+  std::string body =
+      render_comment_body(report, BodyOptions{marker, key_shown, artifact, k_gitlab_note_budget, settings.trend});
   GitlabThread thread(api, target.mr);
   StickyResult sticky = upsert_sticky_comment(thread, marker, body, clock, policy);
   log << "driftgate post: " << (sticky.created ? "created" : "updated") << " note " << sticky.id

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "ci/comment_body.h"
+
 namespace driftgate {
 
 struct PostSettings {
@@ -13,6 +15,7 @@ struct PostSettings {
   bool check_run = true;          // GitHub: also create a check run when the token can
   std::string step_summary_path;  // GitHub: $GITHUB_STEP_SUMMARY ("" : none)
   std::string comment_author;     // GitHub: the token's login ("" : GET /user, else github-actions[bot])
+  CommentAppendix trend;          // --trend-markdown: folded after the summary when it fits (comment, step summary)
 };
 
 // The status/check name: "driftgate", or "driftgate/KEY" for a non-default key.

@@ -7,6 +7,7 @@
 #include "app/command.h"
 #include "core/error.h"
 #include "core/file_util.h"
+#include "tests/ci/fake_github_server.h"
 #include "tests/ci/post_test_support.h"
 #include "tests/support/temp_dir.h"
 
@@ -105,11 +106,56 @@ TEST_F(CmdPostTest, BadInputIsAnError) {
   EXPECT_THROW(post({"gitlab", report, "--dry-run", "--comment-author", "octocat"}, github_env()), Error);
 }
 
+TEST_F(CmdPostTest, TrendMarkdownIsFoldedIntoTheCommentOnTheFakeGithub) {
+  if (test::shared_api_dir().empty()) {
+    GTEST_SKIP() << "shared/api not found (the fake GitHub validates against it)";
+  }
+  test::FakeGithubServer server(test::shared_api_dir(), "octo/app", k_token);
+  const std::string trend = (dir / "trend.md").string();
+  const std::string markdown = "| commit | pass rate |\n|:--|--:|\n| `abc1234` | 97% |\n";
+  write_file_atomic(trend, markdown);
+  Invocation result = post({"github", report, "--api-url", server.url(), "--no-check-run", "--trend-markdown", trend,
+                            "--trend-branch", "develop"},
+                           github_env());
+  EXPECT_EQ(result.code, 0) << result.err;
+  auto comments = server.comments(12);
+  ASSERT_EQ(comments.size(), 1U) << result.err;
+  const std::string& body = comments[0].body;
+  size_t summary_end = body.find("Full report:");
+  size_t trend_at = body.find("<details><summary>Trend on develop</summary>\n\n" + markdown);
+  ASSERT_NE(summary_end, std::string::npos) << body;
+  ASSERT_NE(trend_at, std::string::npos) << body;
+  EXPECT_LT(body.find("`m/@team/a~b/o`"), summary_end);
+  EXPECT_LT(summary_end, trend_at);
+  EXPECT_TRUE(server.violations().empty()) << ::testing::PrintToString(server.violations());
+}
+
+TEST_F(CmdPostTest, MissingTrendMarkdownPostsNothing) {
+  if (test::shared_api_dir().empty()) {
+    GTEST_SKIP() << "shared/api not found (the fake GitHub validates against it)";
+  }
+  test::FakeGithubServer server(test::shared_api_dir(), "octo/app", k_token);
+  const std::string missing = (dir / "no-trend.md").string();
+  try {
+    post({"github", report, "--api-url", server.url(), "--trend-markdown", missing}, github_env());
+    ADD_FAILURE() << "a missing --trend-markdown file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--trend-markdown " + missing + ": cannot read"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(server.requests(""), 0) << "nothing is sent";
+  const std::string empty = (dir / "empty.md").string();
+  write_file_atomic(empty, "\n");
+  EXPECT_THROW(post({"github", report, "--dry-run", "--trend-markdown", empty}, github_env()), Error);
+  EXPECT_THROW(post({"github", report, "--dry-run", "--trend-markdown", dir.string()}, github_env()), Error);
+}
+
 TEST_F(CmdPostTest, HelpDescribesBothSystems) {
   Invocation result = post({"--help"}, {});
   EXPECT_EQ(result.code, 0);
   EXPECT_NE(result.out.find("driftgate post github|gitlab REPORT.json"), std::string::npos);
   EXPECT_NE(result.out.find("--dry-run"), std::string::npos);
+  EXPECT_NE(result.out.find("--trend-markdown"), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ci/markdown_escape.h"
 #include "core/error.h"
 #include "tests/ci/post_test_support.h"
@@ -117,6 +119,83 @@ TEST(CommentBody, ByteBudgetCountsBytes) {
   EXPECT_LE(body.size(), 8000U);
   EXPECT_GT(body.size(), 7000U);
   EXPECT_NE(body.find("allows 8000 bytes"), std::string::npos);
+}
+
+CommentAppendix trend_appendix(std::string markdown) {
+  CommentAppendix appendix;
+  appendix.title = "Trend on main";
+  appendix.markdown = std::move(markdown);
+  return appendix;
+}
+
+const std::string k_trend = "| commit | pass rate |\n|:--|--:|\n| `abc1234` | 100% |\n";
+
+TEST(CommentBody, TrendFollowsTheSummaryFoldedWhenItFits) {
+  auto report = make_report("fail", {report_check("m/in/a~b/out", "regressed", true)});
+  BodyOptions options{"<!-- m -->", "", "https://x.example/run/1"};
+  const std::string summary = render_comment_body(report, options);
+  options.appendix = trend_appendix(k_trend);
+  const std::string body = render_comment_body(report, options);
+  ASSERT_EQ(body.rfind(summary, 0), 0U) << "the regression summary is unchanged:\n" << body;
+  EXPECT_EQ(body.substr(summary.size()),
+            "\n<details><summary>Trend on main</summary>\n\n" + k_trend + "\n</details>\n");
+  EXPECT_LT(body.find("Full report:"), body.find("Trend on main"));
+  EXPECT_EQ(body.find("left out"), std::string::npos);
+}
+
+TEST(CommentBody, TrendThatDoesNotFitIsANoticeAndTheSummaryStaysWhole) {
+  auto report = make_report("fail", {report_check("m/in/a~b/out", "regressed", true)});
+  BodyOptions options{"<!-- m -->", "", ""};
+  const std::string summary = render_comment_body(report, options);
+  // 70,000 characters: over GitHub's 65,536 alone.
+  options.appendix = trend_appendix(std::string(70000, 'x'));
+  const std::string body = render_comment_body(report, options);
+  ASSERT_EQ(body.rfind(summary, 0), 0U) << body.substr(0, 2000);
+  const std::string notice = body.substr(summary.size());
+  EXPECT_EQ(notice.rfind("\n**Trend on main left out:** it is 70057 characters and the regression summary left " +
+                             std::to_string(65536 - utf16_length(summary)) + " of this surface's 65536",
+                         0),
+            0U)
+      << notice;
+  EXPECT_EQ(std::count(notice.begin(), notice.end(), '\n'), 2) << "one line";
+  EXPECT_EQ(body.find("<details><summary>Trend"), std::string::npos);
+  EXPECT_LE(utf16_length(body), 65536U);
+}
+
+TEST(CommentBody, TruncatedRegressionsKeepPrecedenceOverTheTrend) {
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 3000; ++i) {
+    checks.push_back(report_check("exp/input" + std::to_string(i) + "/cpu_fp32~frozen/out", "regressed", true,
+                                  std::string(120, 'm')));
+  }
+  auto report = make_report("fail", checks);
+  BodyOptions options{"<!-- m -->", "", "", k_github_comment_budget};
+  const std::string summary = render_comment_body(report, options);
+  options.appendix = trend_appendix(k_trend);
+  const std::string body = render_comment_body(report, options);
+  ASSERT_NE(summary.find("**Truncated:**"), std::string::npos);
+  EXPECT_EQ(body.rfind(summary, 0), 0U) << "the same checks are shown with or without a trend";
+  EXPECT_EQ(body.find("<summary>Trend on main</summary>"), std::string::npos);
+  EXPECT_NE(body.find("\n**Trend on main left out:** the changed checks alone did not fit this surface's 65536 "
+                      "characters; they come first.\n"),
+            std::string::npos)
+      << body.substr(summary.size());
+  EXPECT_LE(utf16_length(body), 65536U);
+}
+
+TEST(CommentBody, OversizedTrendFileIsLeftOutAndTitleIsEscaped) {
+  auto report = make_report("pass", {});
+  CommentAppendix appendix = trend_appendix("| a |\n");
+  appendix.oversized = true;
+  BodyOptions options{"", "", "", k_gitlab_note_budget, appendix};
+  const std::string body = render_comment_body(report, options);
+  EXPECT_NE(body.find("**Trend on main left out:** it is over "), std::string::npos) << body;
+  EXPECT_EQ(body.find("<details><summary>Trend"), std::string::npos);
+
+  options.appendix = trend_appendix(k_trend);
+  options.appendix.title = "Trend on <b>x</b>";
+  EXPECT_EQ(render_comment_body(report, options).find("<b>"), std::string::npos);
+  EXPECT_NE(render_comment_body(report, options).find("<summary>Trend on "), std::string::npos);
 }
 
 TEST(CommentBody, NoBaselineSaysWhy) {

@@ -47,5 +47,17 @@ contains "dry run" "$work/out" "POST https://api.github.com/repos/octo/app/issue
 contains "dry run" "$work/out" "Authorization: Bearer ***"
 if grep -qF "$token" "$work/out"; then echo "FAIL: the token appears in the dry-run output"; failures=$((failures + 1)); fi
 
+GITHUB_EVENT_PATH="$work/event.json" "$driftgate" post github "$work/report.json" --dry-run \
+  --trend-markdown "$work/no-trend.md" > "$work/out" 2>&1
+check "missing trend" 2 $?
+contains "missing trend" "$work/out" "--trend-markdown $work/no-trend.md: cannot read"
+if grep -qF "POST " "$work/out"; then echo "FAIL: missing trend: a request was made"; failures=$((failures + 1)); fi
+
+printf '| commit | pass rate |\n|:--|--:|\n| `abc1234` | 100%% |\n' > "$work/trend.md"
+GITHUB_EVENT_PATH="$work/event.json" "$driftgate" post github "$work/report.json" --dry-run \
+  --trend-markdown "$work/trend.md" --trend-branch release > "$work/out" 2>&1
+check "trend" 0 $?
+contains "trend" "$work/out" "<details><summary>Trend on release</summary>"
+
 [[ $failures == 0 ]] && echo "post_cli_test: all checks passed"
 exit $((failures > 0))
