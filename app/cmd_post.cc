@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -41,7 +42,8 @@ const CommandHelp k_help{
     "--dry-run prints every request (token redacted) and answers as an empty API; nothing is sent.\n"
     "--trend-markdown FILE (driftgate trend --markdown FILE) folds the trend into the comment and job summary\n"
     "under \"Trend on BRANCH\", after the regression summary and only when it fits what the summary left of the\n"
-    "limit; otherwise one line says it was left out. A missing or unreadable FILE exits 2, posting nothing.",
+    "limit; otherwise one line says it was left out. A missing, unreadable, empty or non-UTF-8 FILE exits 2,\n"
+    "posting nothing.",
     "driftgate post github report.json --key linux-cpu --artifact-url \"$RUN_URL\" --trend-markdown trend.md"};
 
 // More than any surface allows (GitLab's note: 1,000,000 characters; a job summary: 1 MiB):
@@ -72,6 +74,14 @@ CommentAppendix read_trend(const std::string& path, const std::string& branch) {
     throw Error("driftgate post: --trend-markdown " + path +
                 ": the file is empty; driftgate trend --markdown writes a table even for one commit. Nothing was "
                 "posted");
+  }
+  if (!trend.oversized) {
+    try {
+      (void)nlohmann::json(text).dump();  // the comment travels as JSON, which needs UTF-8
+    } catch (const nlohmann::json::type_error& e) {
+      throw Error("driftgate post: --trend-markdown " + path + ": not UTF-8 text (" + e.what() +
+                  "); pass the markdown driftgate trend --markdown wrote. Nothing was posted");
+    }
   }
   trend.markdown = std::move(text);
   return trend;

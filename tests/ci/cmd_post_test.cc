@@ -148,6 +148,10 @@ TEST_F(CmdPostTest, MissingTrendMarkdownPostsNothing) {
   write_file_atomic(empty, "\n");
   EXPECT_THROW(post({"github", report, "--dry-run", "--trend-markdown", empty}, github_env()), Error);
   EXPECT_THROW(post({"github", report, "--dry-run", "--trend-markdown", dir.string()}, github_env()), Error);
+  const std::string binary = (dir / "binary.md").string();
+  write_file_atomic(binary, "| a |\n\xff\xfe\n");
+  EXPECT_THROW(post({"github", report, "--api-url", server.url(), "--trend-markdown", binary}, github_env()), Error);
+  EXPECT_EQ(server.requests(""), 0) << "nothing is sent";
 }
 
 TEST_F(CmdPostTest, HelpDescribesBothSystems) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GitLab CI template (ci/driftgate.gitlab-ci.yml) under gitlab-ci-local
 # (npm, 4.50.0; shell executor) against the fake GitLab: a job extending
-# .driftgate-post posts twice and must leave one note, two statuses, no violation
+# .driftgate-post posts twice and must leave one note (with the trend folded in), two statuses, no violation
 # and no token in the job log. Exit 77 (skipped) without gitlab-ci-local or rsync.
 # Usage: gitlab_ci_local_test.sh DRIFTGATE FAKE_GITLAB TEMPLATE
 set -euo pipefail
@@ -39,8 +39,10 @@ post:
   variables:
     DRIFTGATE: "$driftgate"
     DRIFTGATE_REPORT: report.json
+    DRIFTGATE_TREND: trend.md
     DRIFTGATE_KEY: linux-cpu
 YAML
+printf '| commit | pass rate |\n|:--|--:|\n| `aaaaaaa` | 100%% |\n' > "$project/trend.md"
 cat > "$project/report.json" <<'JSON'
 {"schema": 1, "verdict": "fail", "reason": "", "exit_code": 1,
  "run": {"sha": "cccccccccccccccccccccccccccccccccccccccc", "env_key": "e1"},
@@ -56,6 +58,7 @@ JSON
 run_pipeline() {
   (cd "$project" && timeout 120 gitlab-ci-local post \
     --variable "CI_API_V4_URL=$url" --variable CI_PROJECT_ID=314 --variable CI_MERGE_REQUEST_IID=9 \
+    --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=develop \
     --variable CI_COMMIT_SHA=cccccccccccccccccccccccccccccccccccccccc --variable "DRIFTGATE_GITLAB_TOKEN=$token")
 }
 run_pipeline > "$work/log1" 2>&1 || { cat "$work/log1"; echo "FAIL: first pipeline"; exit 1; }
@@ -73,6 +76,8 @@ if len(summary["notes"]) != 1:
     problems.append(f"expected 1 note, got {len(summary['notes'])}")
 elif not summary["notes"][0]["body"].startswith("<!-- driftgate-sticky project=314 key=linux-cpu -->"):
     problems.append("the note lacks the sticky marker")
+elif "<details><summary>Trend on develop</summary>\n\n| commit | pass rate |" not in summary["notes"][0]["body"]:
+    problems.append("the note lacks the trend (DRIFTGATE_TREND)")
 if [s["state"] for s in summary["statuses"]] != ["failed", "failed"]:
     problems.append(f"statuses: {summary['statuses']}")
 if summary["violations"]:
