@@ -292,6 +292,30 @@ TEST_F(GithubPostTest, WrongTokenIsAnActionableErrorWithoutTheToken) {
   }
 }
 
+TEST_F(GithubPostTest, TrendGoesWhereTheRegressionsLeaveRoom) {
+  std::vector<nlohmann::json> checks;
+  for (int i = 0; i < 3000; ++i) {
+    checks.push_back(report_check("exp/input" + std::to_string(i) + "/cpu_fp32~frozen/out", "regressed", true,
+                                  std::string(100, 'm')));
+  }
+  test::TempDir temp;
+  settings.step_summary_path = temp / "step_summary.md";
+  settings.trend.title = "Trend on main";
+  settings.trend.markdown = "| commit | pass rate |\n|:--|--:|\n| `abc1234` | 100% |\n";
+  post(make_report("fail", checks));
+  ASSERT_EQ(server->comments(2).size(), 1U);
+  std::string comment = server->comments(2)[0].body;
+  EXPECT_NE(comment.find("**Truncated:**"), std::string::npos);
+  EXPECT_NE(comment.find("**Trend on main left out:** the changed checks alone did not fit"), std::string::npos);
+  EXPECT_EQ(comment.find("| `abc1234` |"), std::string::npos);
+  std::string step = read_file(settings.step_summary_path);
+  EXPECT_EQ(step.find("**Truncated:**"), std::string::npos) << "1 MiB holds all 3000 checks";
+  EXPECT_NE(step.find("<details><summary>Trend on main</summary>\n\n" + settings.trend.markdown), std::string::npos);
+  ASSERT_EQ(server->check_runs().size(), 1U);
+  std::string summary = server->check_runs()[0]["output"]["summary"];
+  EXPECT_EQ(summary.find("Trend on main"), std::string::npos) << "the check run shows the regressions only";
+}
+
 TEST_F(GithubPostTest, HugeReportFitsEverySurfaceWithATruncationNotice) {
   std::vector<nlohmann::json> checks;
   for (int i = 0; i < 3000; ++i) {
