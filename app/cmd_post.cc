@@ -162,6 +162,9 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
   }
   if (variables.count("trend-markdown") != 0) {
     request.settings.trend = read_trend(trend_path, trend_branch);
+  } else if (!variables["trend-branch"].defaulted()) {
+    throw Error("driftgate post: --trend-branch " + trend_branch +
+                " without --trend-markdown FILE: it titles the trend section; pass the trend too or drop it");
   }
   auto set = [&](const char* name, auto& target, const auto& value) {
     if (variables.count(name) != 0) {

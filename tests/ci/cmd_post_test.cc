@@ -104,6 +104,7 @@ TEST_F(CmdPostTest, BadInputIsAnError) {
     EXPECT_THROW(post({"github", report, "--dry-run", "--comment-author", author}, github_env()), Error) << author;
   }
   EXPECT_THROW(post({"gitlab", report, "--dry-run", "--comment-author", "octocat"}, github_env()), Error);
+  EXPECT_THROW(post({"github", report, "--dry-run", "--trend-branch", "main"}, github_env()), Error);
 }
 
 TEST_F(CmdPostTest, TrendMarkdownIsFoldedIntoTheCommentOnTheFakeGithub) {
