@@ -3,9 +3,10 @@
 # installs what is missing, builds with LibTorch and runs every test (units and
 # end-to-end), then builds without LibTorch and runs the tests again, which proves
 # that differ/, ci/ and core/ never need it. Then that torch-free suite once more under
-# AddressSanitizer (leaks included) + UndefinedBehaviorSanitizer (build-asan/), and last, every
-# libFuzzer target for 20 s from its seed corpus under both (build-fuzz/, tools/fuzz.sh).
-# The runner's tests under the sanitizers are the `sanitize` job of .github/workflows/ci.yml.
+# AddressSanitizer (leaks included) + UndefinedBehaviorSanitizer (build-asan/); then the runner's
+# tests and the end-to-end suites that load models under both, LibTorch linked but not instrumented
+# (build-asan-torch/); and last, every libFuzzer target for 20 s from its seed corpus under both
+# (build-fuzz/, tools/fuzz.sh). Together the sanitizer phases cover the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -18,4 +19,11 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFTGATE_
 cmake --build build-asan -j"$(nproc)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
+cmake -S . -B build-asan-torch -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFTGATE_WITH_TORCH=ON \
+  -DDRIFTGATE_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan-torch -j"$(nproc)" --target driftgate runner_test runner_isolation_test runner_tier2_test \
+  assert_close_agreement_test
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan-torch --output-on-failure -j"$(nproc)" \
+  -R '^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain)$'
 tools/fuzz.sh 20
