@@ -114,6 +114,10 @@ std::vector<int64_t> integers(const Json& value) {
     throw Error("expected an array of integers, got " + value.dump());
   }
   for (const auto& item : value) {
+    // get<int64_t>() of a float is a cast that overflows (undefined) past 2^63.
+    if (!item.is_number_integer()) {
+      throw Error("expected an array of integers, got " + value.dump());
+    }
     items.push_back(item.get<int64_t>());
   }
   return items;
@@ -294,6 +298,9 @@ RunSummary parse_summary(const Json& json) {
   summary.expected_checks = integer(json, "expected_checks");
   summary.checks = integer(json, "checks");
   for (const auto& [name, count] : field(json, "by_status").items()) {
+    if (!count.is_number_integer()) {
+      throw Error("field 'by_status' must map statuses to integers, got '" + name + "': " + count.dump());
+    }
     summary.by_status[name] = count.get<int64_t>();
   }
   // Files written before a status existed (fail_task) do not list it: it counted 0.

@@ -136,6 +136,14 @@ TEST(Record, RejectsBrokenFilesWithLineNumbers) {
   std::string bad_rule = header + first_check;
   bad_rule.replace(bad_rule.find("\"rule\":\"oracle\""), 15, "\"rule\":\"oracl\"");
   EXPECT_EQ(parse_error(bad_rule), "run.jsonl:2: unknown tolerance rule 'oracl'");
+  // An index beyond int64 (a float to nlohmann) or with a fraction is refused, not cast
+  // (the cast overflowed: undefined behaviour found by fuzz_record).
+  for (const char* index : {"[0,9e35]", "[0,1.5]"}) {
+    std::string bad_index = header + first_check;
+    std::size_t at = bad_index.find("\"max_rel_index\":") + 16;
+    bad_index.replace(at, bad_index.find(']', at) + 1 - at, index);
+    EXPECT_EQ(parse_error(bad_index).rfind("run.jsonl:2: expected an array of integers, got [0,", 0), 0U) << index;
+  }
   // Drop one check but keep the summary: the counts no longer derive.
   std::string missing = good;
   missing.erase(header.size(), first_check.size());
