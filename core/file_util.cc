@@ -50,6 +50,36 @@ std::string hash_file(const std::string& path) {
   return hex;
 }
 
+bool write_fully(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t written = ::write(fd, data, size);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      return false;
+    }
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+  return true;
+}
+
+bool read_fully(int fd, char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t got = ::read(fd, data, size);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return false;
+    }
+    data += got;
+    size -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
 std::string parent_directory(const std::string& path) {
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   return parent.empty() ? "." : parent.string();

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "runner/tier1.h"
 
 namespace driftgate {
@@ -37,21 +38,6 @@ struct Message {
   std::string text() const { return std::string(payload.begin(), payload.end()); }
 };
 
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t written = ::write(fd, data, size);
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      return false;
-    }
-    data += written;
-    size -= static_cast<size_t>(written);
-  }
-  return true;
-}
-
 bool send(int fd, char kind, uint32_t stage, uint32_t index, const char* payload, size_t payload_size) {
   uint64_t size = payload_size;
   char header[17];
@@ -59,7 +45,7 @@ bool send(int fd, char kind, uint32_t stage, uint32_t index, const char* payload
   std::memcpy(header + 1, &stage, 4);
   std::memcpy(header + 5, &index, 4);
   std::memcpy(header + 9, &size, 8);
-  return write_all(fd, header, sizeof header) && write_all(fd, payload, payload_size);
+  return write_fully(fd, header, sizeof header) && write_fully(fd, payload, payload_size);
 }
 
 bool send(int fd, char kind, uint32_t stage, uint32_t index, const std::string& payload) {

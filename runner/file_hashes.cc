@@ -20,42 +20,12 @@ namespace driftgate {
 namespace {
 
 // Hasher -> runner: per path, a status ('H' hash, 'E' error), a length and the text.
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t written = ::write(fd, data, size);
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      return false;
-    }
-    data += written;
-    size -= static_cast<size_t>(written);
-  }
-  return true;
-}
-
 bool send(int fd, char status, const std::string& text) {
   const uint32_t size = static_cast<uint32_t>(text.size());
   char header[5];
   header[0] = status;
   std::memcpy(header + 1, &size, 4);
-  return write_all(fd, header, sizeof header) && write_all(fd, text.data(), text.size());
-}
-
-bool read_all(int fd, char* data, size_t size) {
-  while (size > 0) {
-    ssize_t got = ::read(fd, data, size);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return false;
-    }
-    data += got;
-    size -= static_cast<size_t>(got);
-  }
-  return true;
+  return write_fully(fd, header, sizeof header) && write_fully(fd, text.data(), text.size());
 }
 
 // The git blob id of the file (SHA-1 of "blob <size>\0" and the content), as
@@ -177,12 +147,12 @@ std::vector<std::string> FileHashes::wait() {
     while (m_hashes.size() < m_paths.size()) {
       char header[5];
       uint32_t size = 0;
-      if (!read_all(m_fd, header, sizeof header)) {
+      if (!read_fully(m_fd, header, sizeof header)) {
         break;
       }
       std::memcpy(&size, header + 1, 4);
       std::string text(size, '\0');
-      if (!read_all(m_fd, text.data(), size)) {
+      if (!read_fully(m_fd, text.data(), size)) {
         break;
       }
       if (header[0] != 'H') {

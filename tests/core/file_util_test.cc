@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 
 #include "core/error.h"
@@ -83,6 +85,43 @@ TEST(FileUtil, ResolvesRelativeToBase) {
   EXPECT_EQ(resolve_path("configs", "/abs/a.pt"), "/abs/a.pt");
   EXPECT_EQ(parent_directory("a.yaml"), ".");
   EXPECT_EQ(parent_directory("configs/a.yaml"), "configs");
+}
+
+// A pipe holds 64 KiB here: a 1 MiB message crosses it in many short reads and writes.
+TEST(FileUtil, FullReadsAndWritesCrossAPipeInPieces) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::string message(1 << 20, '\0');
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    message[i] = static_cast<char>(i * 131 % 251);
+  }
+  pid_t writer = ::fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    ::close(fds[0]);
+    ::_exit(write_fully(fds[1], message.data(), message.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string got(message.size(), 'x');
+  EXPECT_TRUE(read_fully(fds[0], got.data(), got.size()));
+  EXPECT_EQ(got, message);
+  char extra = 0;
+  EXPECT_FALSE(read_fully(fds[0], &extra, 1));  // the writer is done: the pipe ends
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(FileUtil, FullWriteToAPipeNobodyReadsFails) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  void (*previous)(int) = ::signal(SIGPIPE, SIG_IGN);
+  const char byte = 'x';
+  EXPECT_FALSE(write_fully(fds[1], &byte, 1));
+  ::signal(SIGPIPE, previous);
+  ::close(fds[1]);
 }
 
 }  // namespace
