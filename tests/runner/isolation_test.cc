@@ -48,8 +48,6 @@ using testing::backend;
 using testing::backend_with_dtype;
 using testing::random_input;
 
-const CommitInfo k_commit{"0123456789abcdef0123456789abcdef01234567", "main", false};
-
 // Resolves "dgtest.explode" in TorchScript source defined from C++ (the native
 // resolver knows only "torch").
 struct DgtestResolver : torch::jit::Resolver {
@@ -77,12 +75,7 @@ std::string save_exploding_model(const std::string& dir, int mode) {
 }
 
 Experiment make_experiment(const std::string& dir, const std::string& model) {
-  Experiment experiment;
-  experiment.name = "exploding";
-  experiment.config_path = dir + "/exploding.yaml";
-  std::ofstream(experiment.config_path) << "name: exploding\n";
-  experiment.model_path = model;
-  experiment.reference = backend("cpu_fp32");
+  Experiment experiment = testing::make_experiment(dir, "exploding", model, 2);
   experiment.tolerance_per_dtype = true;
   experiment.oracle = false;
   // "big" (uniform, 1000 elements) sums to about 500: the float64 backend misbehaves there.
@@ -96,7 +89,7 @@ Experiment make_experiment(const std::string& dir, const std::string& model) {
 RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
   Environment environment;
   environment.keyed["threads"] = "1";
-  return run_experiments(experiments, k_commit, environment, RunnerOptions{}, log);
+  return run_experiments(experiments, testing::k_test_commit, environment, RunnerOptions{}, log);
 }
 
 TEST(Isolation, AbortInOneCheckIsRecordedAndTheRunGoesOn) {
@@ -185,7 +178,8 @@ TEST(Isolation, IsolatedRecordsEqualInProcessOnesAndRepeatExactly) {
   environment.keyed["threads"] = "1";
   RunnerOptions in_process;
   in_process.isolate = false;
-  EXPECT_EQ(without_timings(run_experiments({experiment}, k_commit, environment, in_process, log)), first);
+  EXPECT_EQ(without_timings(run_experiments({experiment}, testing::k_test_commit, environment, in_process, log)),
+            first);
   EXPECT_NE(first.find("\"oracle\":{"), std::string::npos);
 }
 

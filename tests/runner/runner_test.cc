@@ -15,18 +15,8 @@ using testing::backend;
 using testing::backend_with_dtype;
 using testing::random_input;
 
-const CommitInfo k_commit{"0123456789abcdef0123456789abcdef01234567", "main", false};
-
 Experiment make_experiment(const std::string& dir, const std::string& name, const std::string& model) {
-  Experiment experiment;
-  experiment.name = name;
-  experiment.config_path = dir + "/" + name + ".yaml";
-  std::ofstream(experiment.config_path) << "name: " << name << "\n";
-  experiment.model_path = model;
-  experiment.reference = backend("cpu_fp32");
-  experiment.tolerance = Tolerance{1e-4, 1e-4};
-  experiment.repeats = 2;
-  return experiment;
+  return testing::make_experiment(dir, name, model, 2);
 }
 
 RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
@@ -36,7 +26,7 @@ RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
   // runner_isolation_test covers forked children.
   RunnerOptions options;
   options.isolate = false;
-  return run_experiments(experiments, k_commit, environment, options, log);
+  return run_experiments(experiments, testing::k_test_commit, environment, options, log);
 }
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
@@ -76,7 +66,7 @@ TEST(Runner, TwoInputsThreeTargetsTwoOutputsMakeTwelveChecks) {
   const ExperimentHeader& header = result.header.experiments.at(0);
   EXPECT_EQ(header.model_hash.size(), 40u);
   EXPECT_EQ(header.targets, (std::vector<std::string>{"onednn_off", "channels_last", "frozen"}));
-  EXPECT_EQ(result.header.commit.sha, k_commit.sha);
+  EXPECT_EQ(result.header.commit.sha, testing::k_test_commit.sha);
 
   // The file round-trips through the record format's own parser.
   std::stringstream text;
@@ -188,7 +178,7 @@ TEST(Runner, ShardsSliceExperimentInputPairsDeterministically) {
   options.isolate = false;
   options.shard = ShardInfo{1, 2};
   std::ostringstream log;
-  RunFile result = run_experiments({first, second}, k_commit, environment, options, log);
+  RunFile result = run_experiments({first, second}, testing::k_test_commit, environment, options, log);
   EXPECT_EQ(result.header.shard.index, 1);
   EXPECT_EQ(result.header.shard.count, 2);
   ASSERT_EQ(result.header.experiments.size(), 2u);
@@ -205,7 +195,7 @@ TEST(Runner, ShardsSliceExperimentInputPairsDeterministically) {
   EXPECT_NE(text.str().find("\"shard\":{\"index\":1,\"count\":2}"), std::string::npos);
   EXPECT_EQ(parse_run(text, "shard.jsonl").checks.size(), 4u);
   options.shard = ShardInfo{2, 2};
-  EXPECT_THROW(run_experiments({first}, k_commit, environment, options, log), Error);
+  EXPECT_THROW(run_experiments({first}, testing::k_test_commit, environment, options, log), Error);
 }
 
 TEST(Runner, DictOutputsAreComparedPerKey) {

@@ -91,6 +91,20 @@ std::string save_broken_model(const std::string& dir) {
   return path;
 }
 
+const CommitInfo k_test_commit{"0123456789abcdef0123456789abcdef01234567", "main", false};
+
+Experiment make_experiment(const std::string& dir, const std::string& name, const std::string& model, int repeats) {
+  Experiment experiment;
+  experiment.name = name;
+  experiment.config_path = dir + "/" + name + ".yaml";
+  std::ofstream(experiment.config_path) << "name: " << name << "\n";
+  experiment.model_path = model;
+  experiment.reference = backend("cpu_fp32");
+  experiment.tolerance = Tolerance{1e-4, 1e-4};
+  experiment.repeats = repeats;
+  return experiment;
+}
+
 BackendSpec backend(const std::string& name) {
   BackendSpec spec;
   spec.name = name;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/experiment.h"
+#include "core/record.h"
 
 namespace driftgate::testing {
 
@@ -29,6 +30,14 @@ std::string save_broken_model(const std::string& dir);
 // A backend spec with everything explicit; `configure` style helpers below.
 BackendSpec backend(const std::string& name);
 BackendSpec backend_with_dtype(const std::string& name, DType dtype);
+
+// The commit the runner tests stamp on their runs.
+extern const CommitInfo k_test_commit;
+
+// An experiment `name` on `model` with its config file written into `dir`: reference
+// cpu_fp32, atol = rtol = 1e-4, `repeats` forwards per backend; inputs and targets are
+// the caller's.
+Experiment make_experiment(const std::string& dir, const std::string& name, const std::string& model, int repeats);
 
 // A random input spec of `shape` with `seed`.
 InputSpec random_input(const std::string& name, std::vector<int64_t> shape, uint64_t seed);

@@ -17,8 +17,6 @@ using testing::backend;
 using testing::backend_with_dtype;
 using testing::random_input;
 
-const CommitInfo k_commit{"0123456789abcdef0123456789abcdef01234567", "main", false};
-
 // The paper's case as a fixture: 16 pairs of overlapping boxes (IoU 0.43), both boxes
 // of a pair with the same quantized score. The pre-NMS order comes from the backend:
 // a stable sort of raw logits where the pair's second logit is the first plus 1e-5
@@ -76,14 +74,7 @@ def forward(self, images: List[Tensor]):
 }
 
 Experiment make_experiment(const std::string& dir, const std::string& name, const std::string& model) {
-  Experiment experiment;
-  experiment.name = name;
-  experiment.config_path = dir + "/" + name + ".yaml";
-  std::ofstream(experiment.config_path) << "name: " << name << "\n";
-  experiment.model_path = model;
-  experiment.reference = backend("cpu_fp32");
-  experiment.tolerance = Tolerance{1e-4, 1e-4};
-  experiment.repeats = 1;
+  Experiment experiment = testing::make_experiment(dir, name, model, 1);
   experiment.oracle = false;
   return experiment;
 }
@@ -104,7 +95,7 @@ RunFile run(const std::vector<Experiment>& experiments, bool mitigate, std::ostr
   RunnerOptions options;
   options.isolate = false;
   options.mitigate = mitigate;
-  return run_experiments(experiments, k_commit, environment, options, log);
+  return run_experiments(experiments, testing::k_test_commit, environment, options, log);
 }
 
 const CheckRecord& find(const RunFile& run, const std::string& output) {
