@@ -1,7 +1,10 @@
 #include "tests/ci/fake_github_server.h"
 
 #include <fstream>
+#include <optional>
 #include <regex>
+
+#include "tests/ci/fake_faults.h"
 
 namespace driftgate::test {
 
@@ -214,25 +217,17 @@ void FakeGithubServer::handle(const httplib::Request& request, httplib::Response
       m_violations.push_back(violation);
     }
   }
-  for (auto it = m_faults.begin(); it != m_faults.end(); ++it) {
-    if (line.find(it->match) == std::string::npos) {
-      continue;
-    }
-    Fault fault = *it;
-    m_faults.erase(it);
-    if (fault.status != 0) {
-      for (const auto& [name, value] : fault.headers) {
+  if (std::optional<Fault> fault = take_fault(m_faults, line)) {
+    if (fault->status != 0) {
+      for (const auto& [name, value] : fault->headers) {
         response.set_header(name, value);
       }
-      response.status = fault.status;
-      response.set_content(fault.body, "application/json; charset=utf-8");
+      response.status = fault->status;
+      response.set_content(fault->body, "application/json; charset=utf-8");
       return;
     }
     serve(request, response);
-    // A content provider that gives up closes the connection mid-reply.
-    size_t length = response.body.size() + 100;
-    response.body.clear();
-    response.set_content_provider(length, "application/json", [](size_t, size_t, httplib::DataSink&) { return false; });
+    drop_reply(response);
     return;
   }
   serve(request, response);

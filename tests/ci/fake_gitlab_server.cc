@@ -1,7 +1,10 @@
 #include "tests/ci/fake_gitlab_server.h"
 
+#include <optional>
 #include <regex>
 #include <set>
+
+#include "tests/ci/fake_faults.h"
 
 namespace driftgate::test {
 
@@ -99,24 +102,16 @@ void FakeGitlabServer::handle(const httplib::Request& request, httplib::Response
     reply(response, 401, Json{{"message", "401 Unauthorized"}});
     return;
   }
-  for (auto it = m_faults.begin(); it != m_faults.end(); ++it) {
-    if (line.find(it->match) == std::string::npos) {
-      continue;
-    }
-    Fault fault = *it;
-    m_faults.erase(it);
-    if (fault.status != 0) {
-      for (const auto& [name, value] : fault.headers) {
+  if (std::optional<Fault> fault = take_fault(m_faults, line)) {
+    if (fault->status != 0) {
+      for (const auto& [name, value] : fault->headers) {
         response.set_header(name, value);
       }
-      reply(response, fault.status, Json{{"message", fault.message}});
+      reply(response, fault->status, Json{{"message", fault->message}});
       return;
     }
     serve(request, response, line);
-    // A content provider that gives up closes the connection mid-reply.
-    size_t length = response.body.size() + 100;
-    response.body.clear();
-    response.set_content_provider(length, "application/json", [](size_t, size_t, httplib::DataSink&) { return false; });
+    drop_reply(response);
     return;
   }
   serve(request, response, line);
