@@ -82,15 +82,8 @@ void AtomicFile::write(std::string_view bytes) {
   if (m_fd < 0 || m_committed) {
     throw Error(m_requested + ": written after it was finished or failed");
   }
-  while (!bytes.empty()) {
-    ssize_t written = ::write(m_fd, bytes.data(), bytes.size());
-    if (written < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      fail(os_error());
-    }
-    bytes.remove_prefix(static_cast<size_t>(written));
+  if (!write_fully(m_fd, bytes.data(), bytes.size())) {
+    fail(os_error());
   }
 }
 
