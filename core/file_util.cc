@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/git_repo.h"
 
 namespace driftgate {
 
@@ -39,7 +40,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 std::string hash_file(const std::string& path) {
-  git_libgit2_init();
+  ensure_libgit2();
   git_oid oid;
   if (git_odb_hashfile(&oid, path.c_str(), GIT_OBJECT_BLOB) != 0) {
     const git_error* error = git_error_last();

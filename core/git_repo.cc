@@ -10,13 +10,12 @@
 
 namespace driftgate {
 
-namespace {
-
-// libgit2 keeps global state that must be set up once before any call.
 void ensure_libgit2() {
   static const int k_initialized = git_libgit2_init();
   (void)k_initialized;
 }
+
+namespace {
 
 std::string last_git_error() {
   const git_error* error = git_error_last();

@@ -16,6 +16,11 @@ struct git_repository;
 
 namespace driftgate {
 
+// Sets up libgit2's global state once per process (thread-safe) and never tears it
+// down: pairing git_libgit2_init/shutdown per object lets the count reach zero while
+// other threads use libgit2, which deletes its thread-state key and leaks their state.
+void ensure_libgit2();
+
 // Who made a commit, when, and its subject line: what trend reports show beside a SHA.
 struct CommitDetails {
   std::string sha;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/git_repo.h"
 
 namespace driftgate {
 
@@ -73,20 +74,16 @@ std::string joined(const std::vector<std::string>& lines) {
 }  // namespace
 
 GitNotesStore::GitNotesStore(const std::string& repo_dir, std::string notes_ref) : m_ref(std::move(notes_ref)) {
-  git_libgit2_init();
+  ensure_libgit2();
   if (git_repository_open_ext(&m_repo, repo_dir.c_str(), 0, nullptr) != 0) {
     std::string reason = git_error_text();
-    git_libgit2_shutdown();
     throw Error("--repo " + repo_dir + ": the git notes store needs a git repository (" + reason +
                 "); run in the checkout or use the directory store (--store DIR)");
   }
   m_lock_path = std::string(git_repository_path(m_repo)) + "driftgate-notes.lock";
 }
 
-GitNotesStore::~GitNotesStore() {
-  git_repository_free(m_repo);
-  git_libgit2_shutdown();
-}
+GitNotesStore::~GitNotesStore() { git_repository_free(m_repo); }
 
 std::string GitNotesStore::note_name(const std::string& sha) const { return m_ref + ":" + sha; }
 
