@@ -22,6 +22,7 @@
 #include "core/file_util.h"
 #include "core/git_repo.h"
 #include "core/record.h"
+#include "core/run_digest.h"
 #include "core/suggest.h"
 #include "differ/baseline_accept.h"
 #include "differ/baseline_select.h"
@@ -188,7 +189,7 @@ std::vector<std::string> refresh_globs(const Report& report) {
 }
 
 // Fills the report's refresh command and writes the proposed baseline, for a failing diff.
-void propose_refresh(Report& report, const DiffRequest& request, const RunFile& run, const RunFile& baseline) {
+void propose_refresh(Report& report, const DiffRequest& request, const RunDigest& run, const RunDigest& baseline) {
   if (report.verdict != Verdict::k_fail || report.env_mismatch) {
     return;
   }
@@ -236,10 +237,11 @@ int cmd_diff(CommandContext& context) {
     policy = load_gate_policy(request->policy_path, today);
   }
   // The run's checks are read on a second thread while the baseline is chosen and
-  // read on this one: the two files of a large diff are read side by side. Errors keep
+  // read on this one: the two files of a large diff are read side by side, each as a
+  // digest (core/run_digest.h) with read_run_file's checks and errors. Errors keep
   // their order: the run's first, then the store's and the selection's.
   RunHeader header = read_run_header(request->run_path);
-  std::future<RunFile> reading = std::async(std::launch::async, read_run_file, request->run_path);
+  std::future<RunDigest> reading = std::async(std::launch::async, read_run_digest, request->run_path);
   std::unique_ptr<BaselineStore> store_owner;
   std::optional<GitRepo> repo;
   BaselineSelection selection;
@@ -249,12 +251,12 @@ int cmd_diff(CommandContext& context) {
     repo.emplace(open_repo(request->repo));
     std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
     SelectionRequest selection_request{header.commit.sha, base, header.environment, request->max_walk,
-                                       request->allow_env_mismatch};
+                                       request->allow_env_mismatch, true};
     selection = select_baseline(*repo, *store_owner, selection_request);
   } catch (...) {
     selection_error = std::current_exception();
   }
-  RunFile run = reading.get();
+  RunDigest run = reading.get();
   if (selection_error) {
     std::rethrow_exception(selection_error);
   }
@@ -266,15 +268,12 @@ int cmd_diff(CommandContext& context) {
   if (selection.found) {
     DiffOptions diff_options;
     diff_options.drift_factor = request->drift_factor;
-    diff = diff_runs(run, *selection.baseline, diff_options);
+    diff = diff_runs(run, *selection.digest, diff_options);
   }
-  Report report = make_report(run, selection, std::move(diff), policy);
+  Report report = make_report(run.header, selection, std::move(diff), policy);
   if (selection.found) {
-    propose_refresh(report, *request, run, *selection.baseline);
+    propose_refresh(report, *request, run, *selection.digest);
   }
-  // Everything below renders the report: the records (most of the memory) can go.
-  run.checks = {};
-  selection.baseline.reset();
   std::string markdown = render_markdown(report, request->markdown_budget);
   if (!request->report_path.empty()) {
     write_file_atomic(request->report_path, render_json(report));

@@ -19,7 +19,8 @@ std::string os_error() { return std::strerror(errno); }
 
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& path) : m_requested(path), m_path(path) {
+AtomicFile::AtomicFile(const std::string& path, Durability durability)
+    : m_requested(path), m_path(path), m_durability(durability) {
   struct stat info {};
   if (::lstat(m_path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
     // Replace what the link points to, not the link itself.
@@ -97,7 +98,7 @@ void AtomicFile::commit() {
     m_committed = true;
     return;
   }
-  if (::fsync(m_fd) != 0) {
+  if (m_durability == Durability::k_durable && ::fsync(m_fd) != 0) {
     fail(os_error());
   }
   int fd = m_fd;
@@ -106,6 +107,9 @@ void AtomicFile::commit() {
     fail(os_error());
   }
   m_committed = true;
+  if (m_durability != Durability::k_durable) {
+    return;
+  }
   int dir_fd = ::open(parent_directory(m_path).c_str(), O_RDONLY | O_DIRECTORY);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);

@@ -19,6 +19,7 @@
 #include "core/check_json.h"
 #include "core/error.h"
 #include "core/record_task.h"
+#include "core/text_compare.h"
 #include "core/unique_ids.h"
 
 namespace driftgate {
@@ -331,6 +332,8 @@ Json summary_json(const RunSummary& summary) {
               {"experiments", experiments}};
 }
 
+}  // namespace
+
 bool same_summary(const RunSummary& a, const RunSummary& b) {
   if (a.expected_checks != b.expected_checks || a.checks != b.checks || a.by_status != b.by_status ||
       a.experiments.size() != b.experiments.size()) {
@@ -346,8 +349,6 @@ bool same_summary(const RunSummary& a, const RunSummary& b) {
   }
   return true;
 }
-
-}  // namespace
 
 const char* to_string(CheckStatus status) {
   for (const auto& entry : k_status_names) {
@@ -390,14 +391,7 @@ std::string make_check_id(const std::string& experiment, const std::string& inpu
   return experiment + "/" + input + "/" + reference + "~" + target + "/" + output;
 }
 
-namespace {
-
-// summarize() over records or pointers to them.
-const CheckRecord& record_of(const CheckRecord& check) { return check; }
-const CheckRecord& record_of(const CheckRecord* check) { return *check; }
-
-template <typename Checks>
-RunSummary summarize_checks(const RunHeader& header, const Checks& checks) {
+RunSummary summarize_keys(const RunHeader& header, size_t count, const std::function<CheckKey(size_t)>& key_of) {
   RunSummary summary;
   // One pass over the checks (a run may hold millions): experiments by name, the
   // distinct outputs of each, counts by status.
@@ -408,14 +402,29 @@ RunSummary summarize_checks(const RunHeader& header, const Checks& checks) {
   std::vector<std::set<std::string_view>> outputs(header.experiments.size());
   std::vector<int64_t> counts(header.experiments.size(), 0);
   std::vector<int64_t> by_status(std::size(k_status_names), 0);
-  for (const auto& item : checks) {
-    const CheckRecord& check = record_of(item);
-    auto named = experiments_named.find(check.experiment);
-    if (named != experiments_named.end()) {
-      for (size_t i : named->second) {
-        outputs[i].insert(check.output);
+  // Neighbouring checks mostly share their experiment and output: look them up only when they change.
+  const std::vector<size_t>* last_named = nullptr;
+  std::string_view last_experiment;
+  std::string_view last_output;
+  bool have_last = false;
+  for (size_t c = 0; c < count; ++c) {
+    CheckKey check = key_of(c);
+    bool same_experiment = have_last && same_text(check.experiment, last_experiment);
+    if (!same_experiment) {
+      auto named = experiments_named.find(check.experiment);
+      last_named = named == experiments_named.end() ? nullptr : &named->second;
+      last_experiment = check.experiment;
+      have_last = true;
+    }
+    if (last_named != nullptr) {
+      bool same_output = same_experiment && same_text(check.output, last_output);
+      for (size_t i : *last_named) {
+        if (!same_output) {
+          outputs[i].insert(check.output);
+        }
         ++counts[i];
       }
+      last_output = check.output;
     }
     for (size_t s = 0; s < std::size(k_status_names); ++s) {
       if (k_status_names[s].status == check.status) {
@@ -439,18 +448,20 @@ RunSummary summarize_checks(const RunHeader& header, const Checks& checks) {
     summary.expected_checks += item.expected_checks;
     summary.experiments.push_back(item);
   }
-  summary.checks = static_cast<int64_t>(checks.size());
+  summary.checks = static_cast<int64_t>(count);
   return summary;
 }
 
-}  // namespace
-
 RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& checks) {
-  return summarize_checks(header, checks);
+  return summarize_keys(header, checks.size(), [&checks](size_t i) {
+    return CheckKey{checks[i].experiment, checks[i].output, checks[i].status};
+  });
 }
 
 RunSummary summarize(const RunHeader& header, const std::vector<const CheckRecord*>& checks) {
-  return summarize_checks(header, checks);
+  return summarize_keys(header, checks.size(), [&checks](size_t i) {
+    return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
+  });
 }
 
 std::string header_to_json_line(const RunHeader& header) {
@@ -609,6 +620,46 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages) {
 
 RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_messages) {
   return parse_run_lines(in, name_for_messages, false);
+}
+
+namespace {
+
+Json parse_object_line(std::string_view line) {
+  Json json = Json::parse(line);
+  if (!json.is_object()) {
+    throw Error("expected a JSON object");
+  }
+  return json;
+}
+
+}  // namespace
+
+RunHeader parse_header_line(std::string_view line) {
+  Json json = parse_object_line(line);
+  if (text(json, "type") != "header") {
+    throw Error("not a header line");
+  }
+  return parse_header(json);
+}
+
+RunSummary parse_summary_line(std::string_view line) {
+  Json json = parse_object_line(line);
+  if (text(json, "type") != "summary") {
+    throw Error("not a summary line");
+  }
+  return parse_summary(json);
+}
+
+CheckRecord parse_check_line(std::string_view line, CheckLineParser& fast) {
+  CheckRecord check;
+  if (fast.parse(line, check)) {
+    return check;
+  }
+  Json json = parse_object_line(line);
+  if (text(json, "type") != "check") {
+    throw Error("not a check line");
+  }
+  return parse_check(json);
 }
 
 RunHeader read_run_header(const std::string& path) {

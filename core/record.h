@@ -14,10 +14,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/environment.h"
@@ -245,6 +247,17 @@ RunSummary summarize(const RunHeader& header, const std::vector<CheckRecord>& ch
 // The same over records held elsewhere (no copies: a run may hold millions).
 RunSummary summarize(const RunHeader& header, const std::vector<const CheckRecord*>& checks);
 
+// summarize() over checks held in any form: `key_of(i)` gives check i's experiment,
+// output and status (views valid until it returns).
+struct CheckKey {
+  std::string_view experiment;
+  std::string_view output;
+  CheckStatus status;
+};
+RunSummary summarize_keys(const RunHeader& header, size_t count, const std::function<CheckKey(size_t)>& key_of);
+// Whether two summaries agree in every count (parse_run's check of a file's summary).
+bool same_summary(const RunSummary& a, const RunSummary& b);
+
 // Writes header, checks (in the given order) and summary as JSONL.
 void write_run(std::ostream& out, const RunFile& run);
 std::string header_to_json_line(const RunHeader& header);
@@ -261,6 +274,13 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages);
 // fuzzers) hold the fast path to.
 RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_messages);
 RunFile read_run_file(const std::string& path);
+// One line of each kind as parse_run reads it (for readers built on this format,
+// core/run_digest.h). They throw driftgate::Error or nlohmann's exception on a line
+// parse_run would refuse; a check line goes through the simdjson fast path first.
+RunHeader parse_header_line(std::string_view line);
+RunSummary parse_summary_line(std::string_view line);
+class CheckLineParser;
+CheckRecord parse_check_line(std::string_view line, CheckLineParser& fast);
 // Only the header line of a run file, with read_run_file's checks and messages for
 // it: what a caller needs to start choosing a baseline while the checks are read.
 RunHeader read_run_header(const std::string& path);

@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/id_order.h"
+#include "core/text_compare.h"
 #include "differ/baseline_store.h"
 
 namespace driftgate {
@@ -72,9 +73,24 @@ Acceptance parse_acceptance(const std::string& line, const std::string& where) {
   return acceptance;
 }
 
-bool matches_any(const std::string& id, const std::vector<std::string>& globs) {
+namespace {
+
+// fnmatch(glob, id, 0) == 0, without the call for the commonest glob, "PREFIX*" with
+// no other special character ('*' matches anything, '/' included, without flags).
+bool glob_matches(const std::string& glob, std::string_view id, std::string& buffer) {
+  if (!glob.empty() && glob.back() == '*' && glob.find_first_of("*?[\\") == glob.size() - 1) {
+    return id.size() >= glob.size() - 1 && id.compare(0, glob.size() - 1, glob, 0, glob.size() - 1) == 0;
+  }
+  buffer.assign(id.data(), id.size());
+  return ::fnmatch(glob.c_str(), buffer.c_str(), 0) == 0;
+}
+
+}  // namespace
+
+bool matches_any(std::string_view id, const std::vector<std::string>& globs) {
+  thread_local std::string buffer;
   return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& glob) { return ::fnmatch(glob.c_str(), id.c_str(), 0) == 0; });
+                     [&](const std::string& glob) { return glob_matches(glob, id, buffer); });
 }
 
 namespace {
@@ -176,20 +192,74 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
 
 namespace {
 
+// What accepting `globs` makes of `base`, from digests: the header and the chosen
+// checks in id order, as accept() chooses them.
+struct AcceptedDigests {
+  RunHeader header;
+  std::vector<const CheckDigest*> checks;
+};
+
+AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs) {
+  AcceptedDigests outcome;
+  outcome.header = run.header;
+  outcome.header.shard = ShardInfo{};
+  for (const auto& experiment : base.header.experiments) {
+    auto& experiments = outcome.header.experiments;
+    bool known = std::any_of(experiments.begin(), experiments.end(),
+                             [&](const ExperimentHeader& e) { return e.name == experiment.name; });
+    if (!known) {
+      experiments.push_back(experiment);
+    }
+  }
+  // One merge of both files in id order: the result comes out sorted, as a canonical baseline is.
+  const std::vector<size_t>& from_run = run.id_order;
+  const std::vector<size_t>& from_base = base.id_order;
+  outcome.checks.reserve(std::max(from_run.size(), from_base.size()));
+  size_t r = 0;
+  size_t b = 0;
+  while (r < from_run.size() || b < from_base.size()) {
+    const CheckDigest* now = r < from_run.size() ? &run.checks[from_run[r]] : nullptr;
+    const CheckDigest* was = b < from_base.size() ? &base.checks[from_base[b]] : nullptr;
+    bool take_run = was == nullptr || (now != nullptr && !text_less(was->id, now->id));
+    bool take_base = now == nullptr || (was != nullptr && !text_less(now->id, was->id));
+    r += take_run ? 1 : 0;
+    b += take_base ? 1 : 0;
+    const CheckDigest* in_run = take_run ? now : nullptr;
+    const CheckDigest* in_base = take_base ? was : nullptr;
+    std::string_view id = in_run != nullptr ? in_run->id : in_base->id;
+    if (!matches_any(id, globs)) {
+      if (in_base != nullptr) {
+        outcome.checks.push_back(in_base);
+      }
+    } else if (in_run != nullptr) {
+      outcome.checks.push_back(in_run);
+    }
+  }
+  return outcome;
+}
+
 // write_run's text of `accepted`, appended to `out`; `flush(out)` takes (and clears)
-// what is there whenever it holds `chunk` bytes or more, and once at the end.
+// what is there whenever it holds `chunk` bytes or more, and once at the end. Lines
+// read in canonical form are copied as they are; others are written from their record.
 template <typename Flush>
-void put_accepted(const Accepted& accepted, std::string& out, size_t chunk, Flush&& flush) {
+void put_accepted(const AcceptedDigests& accepted, std::string& out, size_t chunk, Flush&& flush) {
   out += header_to_json_line(accepted.header);
   out += '\n';
-  for (const CheckRecord* check : accepted.checks) {
-    out += check_to_json_line(*check);
+  for (const CheckDigest* check : accepted.checks) {
+    if (check->record != nullptr) {
+      out += check_to_json_line(*check->record);
+    } else {
+      out += check->line;
+    }
     out += '\n';
     if (out.size() >= chunk) {
       flush(out);
     }
   }
-  out += summary_to_json_line(summarize(accepted.header, accepted.checks));
+  const auto& checks = accepted.checks;
+  out += summary_to_json_line(summarize_keys(accepted.header, checks.size(), [&checks](size_t i) {
+    return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
+  }));
   out += '\n';
   flush(out);
 }
@@ -198,19 +268,26 @@ void put_accepted(const Accepted& accepted, std::string& out, size_t chunk, Flus
 
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   std::string text;
-  put_accepted(accept(run, base, globs, false), text, SIZE_MAX, [](std::string&) {});
+  put_accepted(accept_digests(digest_view(run), digest_view(base), globs), text, SIZE_MAX, [](std::string&) {});
   return text;
 }
 
-void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
+void write_accepted_baseline(const std::string& path, const RunDigest& run, const RunDigest& base,
                              const std::vector<std::string>& globs) {
-  AtomicFile file(path);
+  // A proposal, derived from the run and the stored baseline, which both stay: atomic
+  // for readers, without the fsync of a gigabyte (core/atomic_file.h).
+  AtomicFile file(path, Durability::k_replace);
   std::string chunk;
-  put_accepted(accept(run, base, globs, false), chunk, size_t{1} << 20, [&file](std::string& text) {
+  put_accepted(accept_digests(run, base, globs), chunk, size_t{1} << 20, [&file](std::string& text) {
     file.write(text);
     text.clear();
   });
   file.commit();
+}
+
+void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
+                             const std::vector<std::string>& globs) {
+  write_accepted_baseline(path, digest_view(run), digest_view(base), globs);
 }
 
 std::string glob_escape(const std::string& id) {

@@ -11,9 +11,11 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/record.h"
+#include "core/run_digest.h"
 
 namespace driftgate {
 
@@ -42,7 +44,7 @@ struct AcceptOutcome {
 };
 
 // fnmatch(3) without flags: '*' also matches '/'; a backslash quotes the next character.
-bool matches_any(const std::string& id, const std::vector<std::string>& globs);
+bool matches_any(std::string_view id, const std::vector<std::string>& globs);
 
 // The new baseline for `run`'s commit: `base`'s checks, with those matching
 // `globs` replaced by (or, absent from the run, removed in favour of) the run's.
@@ -54,6 +56,10 @@ std::string accepted_baseline_text(const RunFile& run, const RunFile& base, cons
 // The same text written to `path` as it is produced (core/atomic_file.h), never held
 // in memory whole. Throws driftgate::Error when the file cannot be written.
 void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
+                             const std::vector<std::string>& globs);
+// The same from digests (what `driftgate diff` holds): check lines read in canonical
+// form are copied as they are, the others written from their records.
+void write_accepted_baseline(const std::string& path, const RunDigest& run, const RunDigest& base,
                              const std::vector<std::string>& globs);
 
 // `id` as a glob that matches exactly it (\\ before * ? [ ] and \\).

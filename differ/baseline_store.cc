@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include "core/error.h"
@@ -127,19 +128,47 @@ bool DirectoryStore::contains(const std::string& env_key, const std::string& sha
   return fs::is_regular_file(path_of(env_key, sha), ec);
 }
 
+std::optional<RunDigest> BaselineStore::load_digest(const std::string& env_key, const std::string& sha) const {
+  std::optional<RunFile> run = load(env_key, sha);
+  if (!run) {
+    return std::nullopt;
+  }
+  return digest_of(std::make_shared<const RunFile>(std::move(*run)));
+}
+
+namespace {
+
+// A stored file must hold the baseline its path names.
+void require_named(const std::string& path, const RunHeader& header, const std::string& env_key,
+                   const std::string& sha) {
+  std::string stored_key = header.environment.key();
+  if (stored_key != env_key || header.commit.sha != sha) {
+    throw Error(path + ": holds environment " + stored_key + " and commit " + header.commit.sha +
+                ", not the ones its path names; the file was moved or edited by hand; store it again with "
+                "driftgate baseline update");
+  }
+}
+
+}  // namespace
+
 std::optional<RunFile> DirectoryStore::load(const std::string& env_key, const std::string& sha) const {
   if (!contains(env_key, sha)) {
     return std::nullopt;
   }
   std::string path = path_of(env_key, sha);
   RunFile run = read_run_file(path);
-  std::string stored_key = run.header.environment.key();
-  if (stored_key != env_key || run.header.commit.sha != sha) {
-    throw Error(path + ": holds environment " + stored_key + " and commit " + run.header.commit.sha +
-                ", not the ones its path names; the file was moved or edited by hand; store it again with "
-                "driftgate baseline update");
-  }
+  require_named(path, run.header, env_key, sha);
   return run;
+}
+
+std::optional<RunDigest> DirectoryStore::load_digest(const std::string& env_key, const std::string& sha) const {
+  if (!contains(env_key, sha)) {
+    return std::nullopt;
+  }
+  std::string path = path_of(env_key, sha);
+  RunDigest digest = read_run_digest(path);
+  require_named(path, digest.header, env_key, sha);
+  return digest;
 }
 
 std::string DirectoryStore::save(const RunFile& run) { return save_accepted(run, ""); }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/record.h"
+#include "core/run_digest.h"
 
 namespace driftgate {
 
@@ -23,6 +24,10 @@ class BaselineStore {
   // The baseline of (env_key, sha), or nullopt when there is none. Throws
   // driftgate::Error on a malformed name or a corrupt baseline.
   virtual std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const = 0;
+
+  // load() for a diff: the baseline as a digest (core/run_digest.h), with the same
+  // checks and errors. The default reads it in full with load().
+  virtual std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha) const;
 
   // Whether a baseline of (env_key, sha) exists, without reading it.
   virtual bool contains(const std::string& env_key, const std::string& sha) const = 0;
@@ -75,6 +80,7 @@ class DirectoryStore : public BaselineStore {
   std::string path_of(const std::string& env_key, const std::string& sha) const;
 
   std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const override;
+  std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha) const override;
   bool contains(const std::string& env_key, const std::string& sha) const override;
   std::string save(const RunFile& run) override;
   std::vector<std::string> env_keys() const override;

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string_view>
 #include <tuple>
 
 #include "core/error.h"
-#include "core/id_order.h"
+#include "core/text_compare.h"
 
 namespace driftgate {
 
@@ -31,25 +32,30 @@ constexpr ClassName k_class_names[] = {
 
 std::string short_hash(const std::string& hash) { return hash.empty() ? "(none)" : hash.substr(0, 7); }
 
-std::optional<double> max_abs_of(const CheckRecord& check) {
-  if (!check.stats) {
+std::optional<double> max_abs_of(const CheckDigest& check) {
+  if (!check.has_stats) {
     return std::nullopt;
   }
-  return check.stats->max_abs;
+  return check.max_abs;
 }
 
-bool drift_grew(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
-  if (before.status != CheckStatus::k_pass || after.status != CheckStatus::k_pass || !before.stats || !after.stats) {
+bool drift_grew(const CheckDigest& before, const CheckDigest& after, const DiffOptions& options) {
+  if (before.status != CheckStatus::k_pass || after.status != CheckStatus::k_pass || !before.has_stats ||
+      !after.has_stats) {
     return false;
   }
-  double was = before.stats->max_abs;
-  double now = after.stats->max_abs;
-  return now > options.drift_floor && now > was * options.drift_factor;
+  return after.max_abs > options.drift_floor && after.max_abs > before.max_abs * options.drift_factor;
+}
+
+const TaskResult* task_of(const CheckDigest& check) {
+  return check.record != nullptr && check.record->task ? &*check.record->task : nullptr;
 }
 
 // Tier-3 metrics that are the answer itself (counts and agreement fractions), not numeric drift.
-bool task_changed(const CheckRecord& before, const CheckRecord& after) {
-  if (!before.task || !after.task || before.status != after.status) {
+bool task_changed(const CheckDigest& before_check, const CheckDigest& after_check) {
+  const TaskResult* before = task_of(before_check);
+  const TaskResult* after = task_of(after_check);
+  if (before == nullptr || after == nullptr || before_check.status != after_check.status) {
     return false;
   }
   static const char* const k_answer_metrics[] = {
@@ -57,10 +63,10 @@ bool task_changed(const CheckRecord& before, const CheckRecord& after) {
       "target_detections", "matched",      "map50",           "pixel_agreement", "miou",
       "confident_flips",   "tie_flips",    "matched_fraction"};
   for (const char* name : k_answer_metrics) {
-    auto was = before.task->metrics.find(name);
-    auto now = after.task->metrics.find(name);
-    const bool had = was != before.task->metrics.end();
-    const bool has = now != after.task->metrics.end();
+    auto was = before->metrics.find(name);
+    auto now = after->metrics.find(name);
+    const bool had = was != before->metrics.end();
+    const bool has = now != after->metrics.end();
     if (had != has || (had && std::fabs(was->second - now->second) > 1e-12)) {
       return true;
     }
@@ -68,7 +74,7 @@ bool task_changed(const CheckRecord& before, const CheckRecord& after) {
   return false;
 }
 
-DiffClass classify(const CheckRecord& before, const CheckRecord& after, const DiffOptions& options) {
+DiffClass classify(const CheckDigest& before, const CheckDigest& after, const DiffOptions& options) {
   bool failed_before = is_failure(before.status);
   bool fails_now = is_failure(after.status);
   if (!failed_before && fails_now) {
@@ -120,17 +126,24 @@ void add_experiment_notes(DiffResult& result) {
   }
 }
 
-std::shared_ptr<const Localization> localization_of(const CheckRecord& check) {
-  if (!check.localization) {
+std::shared_ptr<const Localization> localization_of(const CheckDigest& check) {
+  if (check.record == nullptr || !check.record->localization) {
     return nullptr;
   }
-  return std::make_shared<const Localization>(*check.localization);
+  return std::make_shared<const Localization>(*check.record->localization);
 }
 
 // The entry of a check in both files, of class `diff_class` (classify()'s).
-CheckDiff compare(const CheckRecord& before, const CheckRecord& after, DiffClass diff_class) {
-  CheckDiff diff{after.id,          after.experiment, diff_class, before.status, after.status, max_abs_of(before),
-                 max_abs_of(after), after.message,    {}};
+CheckDiff compare(const CheckDigest& before, const CheckDigest& after, DiffClass diff_class) {
+  CheckDiff diff{std::string(after.id),
+                 std::string(after.experiment),
+                 diff_class,
+                 before.status,
+                 after.status,
+                 max_abs_of(before),
+                 max_abs_of(after),
+                 std::string(after.message),
+                 {}};
   diff.localization = localization_of(after);
   if (diff.diff_class == DiffClass::k_unchanged && before.status != after.status) {
     diff.notes.push_back(std::string("status changed (") + to_string(before.status) + " -> " + to_string(after.status) +
@@ -183,6 +196,20 @@ std::string ExperimentChange::note() const {
   return what + " changed (" + short_hash(before) + " -> " + short_hash(after) + ")";
 }
 
+void QuietChecks::add(std::string_view id, std::string_view experiment) {
+  m_ids.emplace_back(m_text.size(), id.size());
+  m_text.append(id.data(), id.size());
+  if (m_experiments.empty() || m_experiments[m_experiment_of.back()] != experiment) {
+    auto known = std::find(m_experiments.begin(), m_experiments.end(), experiment);
+    if (known == m_experiments.end()) {
+      known = m_experiments.emplace(m_experiments.end(), experiment);
+    }
+    m_experiment_of.push_back(static_cast<uint32_t>(known - m_experiments.begin()));
+  } else {
+    m_experiment_of.push_back(m_experiment_of.back());
+  }
+}
+
 int64_t DiffResult::count(DiffClass diff_class) const {
   auto it = counts.find(diff_class);
   return it == counts.end() ? 0 : it->second;
@@ -190,39 +217,28 @@ int64_t DiffResult::count(DiffClass diff_class) const {
 
 namespace {
 
-CheckDiff new_check(const CheckRecord& check) {
-  CheckDiff diff{check.id,          check.experiment, DiffClass::k_new,
-                 std::nullopt,      check.status,     std::nullopt,
-                 max_abs_of(check), check.message,    {}};
+CheckDiff new_check(const CheckDigest& check) {
+  CheckDiff diff{std::string(check.id), std::string(check.experiment), DiffClass::k_new, std::nullopt, check.status,
+                 std::nullopt,          max_abs_of(check),             std::string(check.message), {}};
   diff.localization = localization_of(check);
   return diff;
 }
 
-CheckDiff missing_check(const CheckRecord& check) {
-  return {check.id,     check.experiment, DiffClass::k_missing,
-          check.status, std::nullopt,     max_abs_of(check),
-          std::nullopt, check.message,    {}};
-}
-
-// The indices of `run`'s checks in id order.
-std::vector<size_t> ordered_by_id(const RunFile& run) {
-  std::vector<std::string_view> ids;
-  ids.reserve(run.checks.size());
-  for (const auto& check : run.checks) {
-    ids.push_back(check.id);
-  }
-  return id_order(ids);
+CheckDiff missing_check(const CheckDigest& check) {
+  return {std::string(check.id), std::string(check.experiment), DiffClass::k_missing,       check.status,
+          std::nullopt,          max_abs_of(check),             std::nullopt,               std::string(check.message),
+          {}};
 }
 
 }  // namespace
 
-DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options) {
+DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const DiffOptions& options) {
   DiffResult result;
-  // One merge of both files in id order (ids are unique within a file: parse_run
-  // rejects duplicates), then a stable pass by class: the (class, id) order of the
+  // One merge of both files in id order (ids are unique within a file: the readers
+  // refuse repeats), then a stable pass by class: the (class, id) order of the
   // report without comparing a million ids twice or hashing them.
-  std::vector<size_t> run_order = ordered_by_id(run);
-  std::vector<size_t> base_order = ordered_by_id(baseline);
+  const std::vector<size_t>& run_order = run.id_order;
+  const std::vector<size_t>& base_order = baseline.id_order;
   // Pass 1: the pairs (run index, baseline index; npos for none) in id order, and their classes.
   constexpr size_t k_none = SIZE_MAX;
   struct Pair {
@@ -235,21 +251,45 @@ DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOpti
   size_t r = 0;
   size_t b = 0;
   while (r < run_order.size() || b < base_order.size()) {
-    const CheckRecord* now = r < run_order.size() ? &run.checks[run_order[r]] : nullptr;
-    const CheckRecord* was = b < base_order.size() ? &baseline.checks[base_order[b]] : nullptr;
-    if (was == nullptr || (now != nullptr && now->id < was->id)) {
+    const CheckDigest* now = r < run_order.size() ? &run.checks[run_order[r]] : nullptr;
+    const CheckDigest* was = b < base_order.size() ? &baseline.checks[base_order[b]] : nullptr;
+    if (was == nullptr || (now != nullptr && text_less(now->id, was->id))) {
       pairs.push_back({run_order[r++], k_none, DiffClass::k_new});
-    } else if (now == nullptr || was->id < now->id) {
+    } else if (now == nullptr || text_less(was->id, now->id)) {
       pairs.push_back({k_none, base_order[b++], DiffClass::k_missing});
     } else {
       pairs.push_back({run_order[r++], base_order[b++], classify(*was, *now, options)});
     }
   }
+  result.experiment_changes = experiment_changes(run.header, baseline.header);
+  std::set<std::string_view> changed_experiments;
+  for (const auto& change : result.experiment_changes) {
+    changed_experiments.insert(change.experiment);
+  }
+  // An unchanged check with nothing to say (same status, its experiment's files the
+  // same) is quiet: named, not given an entry.
+  auto quiet = [&](const Pair& pair) {
+    const CheckDigest& now = run.checks[pair.now];
+    return now.status == baseline.checks[pair.was].status &&
+           (changed_experiments.empty() || changed_experiments.count(now.experiment) == 0);
+  };
   // Pass 2, once per class in severity order: the entries, built in place.
-  result.checks.reserve(pairs.size());
+  for (DiffClass diff_class : all_diff_classes()) {
+    result.counts[diff_class] = 0;
+  }
+  size_t listed = 0;
+  for (const Pair& pair : pairs) {
+    if (pair.diff_class == DiffClass::k_unchanged && quiet(pair)) {
+      result.quiet.add(run.checks[pair.now].id, run.checks[pair.now].experiment);
+    } else {
+      ++listed;
+    }
+  }
+  result.counts[DiffClass::k_unchanged] = static_cast<int64_t>(result.quiet.size());
+  result.checks.reserve(listed);
   for (DiffClass diff_class : all_diff_classes()) {
     for (const Pair& pair : pairs) {
-      if (pair.diff_class != diff_class) {
+      if (pair.diff_class != diff_class || (diff_class == DiffClass::k_unchanged && quiet(pair))) {
         continue;
       }
       if (pair.was == k_none) {
@@ -261,16 +301,16 @@ DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOpti
       }
     }
   }
-  for (DiffClass diff_class : all_diff_classes()) {
-    result.counts[diff_class] = 0;
-  }
   for (const auto& check : result.checks) {
     ++result.counts[check.diff_class];
   }
-  result.experiment_changes = experiment_changes(run.header, baseline.header);
   add_experiment_notes(result);
   result.environment_changes = describe_changes(diff_environments(baseline.header.environment, run.header.environment));
   return result;
+}
+
+DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options) {
+  return diff_runs(digest_view(run), digest_view(baseline), options);
 }
 
 }  // namespace driftgate

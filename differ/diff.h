@@ -22,10 +22,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/exit_code.h"
 #include "core/record.h"
+#include "core/run_digest.h"
 
 namespace driftgate {
 
@@ -78,9 +81,30 @@ struct CheckDiff {
   std::shared_ptr<const Localization> localization = nullptr;
 };
 
+// The unchanged checks that carry no note: most of a large diff, counted and named
+// (JUnit lists every check) but kept out of `DiffResult::checks`, whose entries every
+// renderer walks. One buffer of ids instead of a million CheckDiff entries.
+class QuietChecks {
+ public:
+  void add(std::string_view id, std::string_view experiment);
+  size_t size() const { return m_ids.size(); }
+  bool empty() const { return m_ids.empty(); }
+  std::string_view id(size_t i) const { return std::string_view(m_text).substr(m_ids[i].first, m_ids[i].second); }
+  const std::string& experiment(size_t i) const { return m_experiments[m_experiment_of[i]]; }
+
+ private:
+  std::string m_text;                                 // the ids, one after the other
+  std::vector<std::pair<size_t, size_t>> m_ids;      // (offset, length) in m_text, in id order
+  std::vector<std::string> m_experiments;            // distinct experiment names
+  std::vector<uint32_t> m_experiment_of;             // index into m_experiments per id
+};
+
 struct DiffResult {
-  std::vector<CheckDiff> checks;                     // by class severity, then check id
-  std::map<DiffClass, int64_t> counts;               // every class present, zero included
+  // Every check but the quiet ones: by class severity, then check id. An unchanged
+  // check is here when it has a note (status changed, model changed).
+  std::vector<CheckDiff> checks;
+  QuietChecks quiet;                                  // unchanged checks without a note, by id
+  std::map<DiffClass, int64_t> counts;               // every class present, zero included; quiet ones too
   std::vector<ExperimentChange> experiment_changes;  // by experiment, then what
   std::string environment_changes;                   // baseline -> run; "" when the environments match
 
@@ -88,6 +112,7 @@ struct DiffResult {
 };
 
 // Classifies every check of `run` and `baseline`.
+DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const DiffOptions& options = {});
 DiffResult diff_runs(const RunFile& run, const RunFile& baseline, const DiffOptions& options = {});
 
 }  // namespace driftgate

@@ -82,6 +82,11 @@ class PolicyReader {
         fail(item.Mark(),
              "unknown diff class '" + name + "' in " + what + did_you_mean(name, names) + " (one of: " + known + ")");
       }
+      if (name == to_string(DiffClass::k_unchanged)) {
+        fail(item.Mark(), "'unchanged' cannot be gated in " + what +
+                              ": it is the class of checks whose result did not change; to fail on changes that "
+                              "still pass, gate drift_grew or task_changed");
+      }
       gate.classes.insert(all_diff_classes()[static_cast<size_t>(it - names.begin())]);
     }
     return gate;

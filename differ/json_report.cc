@@ -229,6 +229,8 @@ std::string render_json(const Report& report) {
   // Added after the first published fields; readers of the fields above need not change.
   Json after_checks = Json::object();
   after_checks["policy"] = policy_json(report.policy);
+  // "checks" lists every check but the unchanged ones with no note, which are only counted.
+  after_checks["unlisted_unchanged"] = report.diff ? static_cast<int64_t>(report.diff->quiet.size()) : 0;
   after_checks["refresh"] =
       report.refresh_command.empty()
           ? Json(nullptr)

@@ -101,8 +101,14 @@ std::string render_junit(const Report& report) {
     return out.str();
   }
   std::map<std::string, std::vector<const CheckDiff*>> suites;
+  std::map<std::string, std::vector<size_t>> quiet;  // the quiet unchanged checks of each suite: passed
   int64_t failures = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> suite_counts;
+  const QuietChecks& quiet_checks = report.diff->quiet;
+  for (size_t i = 0; i < quiet_checks.size(); ++i) {
+    quiet[quiet_checks.experiment(i)].push_back(i);
+    suites[quiet_checks.experiment(i)];
+  }
   for (const auto& check : report.diff->checks) {
     suites[check.experiment].push_back(&check);
     GateDecision decision = decide(report.policy, check);
@@ -112,13 +118,20 @@ std::string render_junit(const Report& report) {
     suite_counts[check.experiment].first += failed;
     suite_counts[check.experiment].second += skip;
   }
-  out << "<testsuites name=\"driftgate\" tests=\"" << report.diff->checks.size() << "\" failures=\"" << failures
-      << "\">\n";
+  out << "<testsuites name=\"driftgate\" tests=\"" << report.diff->checks.size() + quiet_checks.size()
+      << "\" failures=\"" << failures << "\">\n";
   for (const auto& [experiment, checks] : suites) {
-    out << "  <testsuite name=\"" << xml_escape(experiment) << "\" tests=\"" << checks.size() << "\" failures=\""
-        << suite_counts[experiment].first << "\" skipped=\"" << suite_counts[experiment].second << "\">\n";
+    const std::vector<size_t>& passed = quiet[experiment];
+    out << "  <testsuite name=\"" << xml_escape(experiment) << "\" tests=\"" << checks.size() + passed.size()
+        << "\" failures=\"" << suite_counts[experiment].first << "\" skipped=\"" << suite_counts[experiment].second
+        << "\">\n";
     for (const CheckDiff* check : checks) {
       render_case(out, report, *check);
+    }
+    std::string classname = xml_escape(experiment);
+    for (size_t i : passed) {
+      out << "    <testcase classname=\"" << classname << "\" name=\"" << xml_escape(std::string(quiet_checks.id(i)))
+          << "\" time=\"0\"/>\n";
     }
     out << "  </testsuite>\n";
   }

@@ -18,13 +18,18 @@ const char* to_string(Verdict verdict) {
 
 Report make_report(const RunFile& run, const BaselineSelection& selection, std::optional<DiffResult> diff,
                    const GatePolicy& policy) {
+  return make_report(run.header, selection, std::move(diff), policy);
+}
+
+Report make_report(const RunHeader& run, const BaselineSelection& selection, std::optional<DiffResult> diff,
+                   const GatePolicy& policy) {
   Report report;
-  report.run_sha = run.header.commit.sha;
-  report.run_env_key = run.header.environment.key();
+  report.run_sha = run.commit.sha;
+  report.run_env_key = run.environment.key();
   report.notes = selection.notes;
-  if (run.header.commit.dirty) {
+  if (run.commit.dirty) {
     report.notes.push_back("the run was made with uncommitted changes to tracked files on top of " +
-                           run.header.commit.sha.substr(0, 7) + ", so it may not match that commit");
+                           run.commit.sha.substr(0, 7) + ", so it may not match that commit");
   }
   report.policy = policy;
   for (const auto& note : policy.expiry_notes()) {

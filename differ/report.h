@@ -56,6 +56,8 @@ struct Report {
 // Expired allowlist entries of `policy` become notes, so every renderer says so.
 Report make_report(const RunFile& run, const BaselineSelection& selection, std::optional<DiffResult> diff,
                    const GatePolicy& policy);
+Report make_report(const RunHeader& run, const BaselineSelection& selection, std::optional<DiffResult> diff,
+                   const GatePolicy& policy);
 
 // The published exit code of a report: 1 for k_fail, 0 otherwise (no baseline is neutral).
 ExitCode report_exit_code(const Report& report);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "core/error.h"
 #include "differ/gate_policy.h"
@@ -19,6 +20,29 @@ using test::make_environment;
 using test::make_run;
 
 const std::string k_sha = "0123456789abcdef0123456789abcdef01234567";
+
+// Every check of `result` as (class, id) in report order: the entries, with the quiet
+// unchanged checks (named, not listed) in the unchanged class by id.
+std::vector<std::pair<DiffClass, std::string>> classes_of(const DiffResult& result) {
+  std::vector<std::pair<DiffClass, std::string>> all;
+  for (const auto& check : result.checks) {
+    all.emplace_back(check.diff_class, check.id);
+  }
+  for (size_t i = 0; i < result.quiet.size(); ++i) {
+    all.emplace_back(DiffClass::k_unchanged, std::string(result.quiet.id(i)));
+  }
+  std::stable_sort(all.begin(), all.end());
+  return all;
+}
+
+bool is_quiet(const DiffResult& result, const std::string& id) {
+  for (size_t i = 0; i < result.quiet.size(); ++i) {
+    if (result.quiet.id(i) == id) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string id_of(const std::string& input, const std::string& experiment = "exp") {
   return make_check_id(experiment, input, "cpu_fp32", "onednn_off", "out");
@@ -96,12 +120,17 @@ TEST_F(DiffClassesTest, EveryCheckGetsExactlyTheExpectedClassInSeverityOrder) {
       {"n_error_to_error", DiffClass::k_unchanged},
       {"p_drift_while_failing", DiffClass::k_unchanged},
   };
-  ASSERT_EQ(result.checks.size(), expected.size());
+  std::vector<std::pair<DiffClass, std::string>> all = classes_of(result);
+  ASSERT_EQ(all.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(result.checks[i].id, id_of(expected[i].input)) << i;
-    EXPECT_EQ(to_string(result.checks[i].diff_class), std::string(to_string(expected[i].diff_class)))
-        << expected[i].input;
+    EXPECT_EQ(all[i].second, id_of(expected[i].input)) << i;
+    EXPECT_EQ(to_string(all[i].first), std::string(to_string(expected[i].diff_class))) << expected[i].input;
   }
+  // Unchanged checks with a note (a status change) keep an entry; the others are only named.
+  EXPECT_EQ(result.quiet.size(), 4U);
+  EXPECT_TRUE(is_quiet(result, id_of("g_drift_x9")));
+  EXPECT_FALSE(is_quiet(result, id_of("l_pass_to_skipped")));
+  EXPECT_EQ(result.quiet.experiment(0), "exp");
   EXPECT_EQ(result.count(DiffClass::k_regressed), 3);
   EXPECT_EQ(result.count(DiffClass::k_crashed), 1);
   EXPECT_EQ(result.count(DiffClass::k_missing), 1);
@@ -147,7 +176,7 @@ TEST_F(DiffClassesTest, EntriesCarryStatusesMaxAbsMessagesAndStatusNotes) {
   EXPECT_EQ(find("l_pass_to_skipped").notes, std::vector<std::string>{"status changed (pass -> skipped)"});
   EXPECT_EQ(find("m_fail_to_other_fail").notes,
             std::vector<std::string>{"status changed (fail_numeric -> fail_shape)"});
-  EXPECT_TRUE(find("n_error_to_error").notes.empty());
+  EXPECT_TRUE(is_quiet(result, id_of("n_error_to_error")));  // nothing to note: no entry
   EXPECT_EQ(result.environment_changes, "");
   EXPECT_TRUE(result.experiment_changes.empty());
 }
@@ -323,17 +352,21 @@ TEST(Diff, MergeInIdOrderAgreesWithHashAndSortOnRandomRuns) {
       }
       RunFile one_before = make_run(k_sha, make_environment(), {*it->second});
       RunFile one_after = make_run(k_sha, make_environment(), {check});
-      expected.emplace_back(diff_runs(one_after, one_before).checks.at(0).diff_class, check.id);
+      expected.emplace_back(classes_of(diff_runs(one_after, one_before)).at(0).first, check.id);
       was.erase(it);
     }
     for (const auto& [id, check] : was) {
       expected.emplace_back(DiffClass::k_missing, id);
     }
     std::sort(expected.begin(), expected.end());
-    ASSERT_EQ(result.checks.size(), expected.size()) << "round " << round;
+    EXPECT_TRUE(std::is_sorted(result.checks.begin(), result.checks.end(), [](const CheckDiff& a, const CheckDiff& b) {
+      return std::tie(a.diff_class, a.id) < std::tie(b.diff_class, b.id);
+    })) << "entries in (class, id) order, round " << round;
+    std::vector<std::pair<DiffClass, std::string>> all = classes_of(result);
+    ASSERT_EQ(all.size(), expected.size()) << "round " << round;
     for (size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_EQ(result.checks[i].diff_class, expected[i].first) << "round " << round << " at " << i;
-      ASSERT_EQ(result.checks[i].id, expected[i].second) << "round " << round << " at " << i;
+      ASSERT_EQ(all[i].first, expected[i].first) << "round " << round << " at " << i;
+      ASSERT_EQ(all[i].second, expected[i].second) << "round " << round << " at " << i;
     }
     int64_t total = 0;
     for (DiffClass diff_class : all_diff_classes()) {

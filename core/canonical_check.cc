@@ -1,0 +1,348 @@
+// read_canonical_check (core/run_digest.h): one pass over a check line that mirrors
+// append_check_json_begin/_end (core/check_json.cc) member by member.
+//
+// It accepts a line only where read_run_file's reader certainly accepts it with the
+// same values, and says "not mine" for everything else:
+//   - strings: printable ASCII without '"' or '\' (what the writer copies unchanged;
+//     anything else it escapes, and escapes are left to the full readers);
+//   - integers: -?(0|[1-9][0-9]{0,17}), so they fit int64 as the reader requires;
+//   - numbers: a JSON number with at most 24 digits and a 2-digit exponent (finite for
+//     every reader), or the strings "nan", "inf", "-inf" where the writer writes them;
+//     tolerance values take no strings (the reader refuses them);
+//   - the names of statuses and tolerance rules the reader knows;
+//   - the id equal to its parts joined as make_check_id joins them.
+// Only max_abs is converted (std::from_chars, correctly rounded like the readers'
+// strtod); a negative zero is left to the full readers, which read "-0" as 0.
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/record.h"
+#include "core/run_digest.h"
+#include "core/text_compare.h"
+
+namespace driftgate {
+
+namespace {
+
+class Cursor {
+ public:
+  explicit Cursor(std::string_view line) : m_at(line.data()), m_end(line.data() + line.size()) {}
+
+  bool done() const { return m_at == m_end; }
+
+  // Consumes `text` when the line continues with it.
+  bool literal(std::string_view text) {
+    if (static_cast<size_t>(m_end - m_at) < text.size() || !same_bytes(m_at, text.data(), text.size())) {
+      return false;
+    }
+    m_at += text.size();
+    return true;
+  }
+
+  // A string of printable ASCII; `out` views its content.
+  bool string(std::string_view& out) {
+    if (m_at == m_end || *m_at != '"') {
+      return false;
+    }
+    const char* start = ++m_at;
+    while (m_at != m_end) {
+      auto c = static_cast<unsigned char>(*m_at);
+      if (c == '"') {
+        out = std::string_view(start, static_cast<size_t>(m_at - start));
+        ++m_at;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x7f || c == '\\') {
+        return false;
+      }
+      ++m_at;
+    }
+    return false;
+  }
+
+  bool integer() {
+    const char* start = m_at;
+    if (m_at != m_end && *m_at == '-') {
+      ++m_at;
+    }
+    const char* digits = m_at;
+    if (m_at == m_end || *m_at < '0' || *m_at > '9') {
+      return false;
+    }
+    if (*m_at == '0') {
+      ++m_at;
+    } else {
+      while (m_at != m_end && *m_at >= '0' && *m_at <= '9') {
+        ++m_at;
+      }
+    }
+    return m_at - digits <= 18 && m_at > start;
+  }
+
+  // A JSON number token; `text` views it.
+  bool number_token(std::string_view& text) {
+    const char* start = m_at;
+    if (m_at != m_end && *m_at == '-') {
+      ++m_at;
+    }
+    size_t digit_count = 0;
+    auto digits = [&] {
+      const char* from = m_at;
+      while (m_at != m_end && *m_at >= '0' && *m_at <= '9') {
+        ++m_at;
+      }
+      digit_count += static_cast<size_t>(m_at - from);
+      return m_at - from;
+    };
+    if (m_at == m_end) {
+      return false;
+    }
+    if (*m_at == '0') {
+      ++m_at;
+      ++digit_count;
+    } else if (digits() == 0) {
+      return false;
+    }
+    if (m_at != m_end && *m_at == '.') {
+      ++m_at;
+      if (digits() == 0) {
+        return false;
+      }
+    }
+    if (m_at != m_end && (*m_at == 'e' || *m_at == 'E')) {
+      ++m_at;
+      if (m_at != m_end && (*m_at == '+' || *m_at == '-')) {
+        ++m_at;
+      }
+      const char* from = m_at;
+      if (digits() == 0 || m_at - from > 2) {
+        return false;
+      }
+    }
+    if (digit_count > 24) {
+      return false;
+    }
+    text = std::string_view(start, static_cast<size_t>(m_at - start));
+    return true;
+  }
+
+  // A number as the writer's put_number writes it: a JSON number or "nan", "inf", "-inf".
+  bool number() {
+    std::string_view token;
+    return non_finite() || number_token(token);
+  }
+
+  // number(), converted.
+  bool number(double& value) {
+    if (literal("\"nan\"")) {
+      value = __builtin_nan("");
+      return true;
+    }
+    if (literal("\"inf\"")) {
+      value = __builtin_inf();
+      return true;
+    }
+    if (literal("\"-inf\"")) {
+      value = -__builtin_inf();
+      return true;
+    }
+    std::string_view token;
+    if (!number_token(token)) {
+      return false;
+    }
+    auto result = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (result.ec != std::errc() || result.ptr != token.data() + token.size()) {
+      return false;
+    }
+    return !(value == 0.0 && token.front() == '-');
+  }
+
+  // [integer, ...]
+  bool integers() {
+    if (!literal("[")) {
+      return false;
+    }
+    if (literal("]")) {
+      return true;
+    }
+    do {
+      if (!integer()) {
+        return false;
+      }
+    } while (literal(","));
+    return literal("]");
+  }
+
+ private:
+  bool non_finite() { return literal("\"nan\"") || literal("\"inf\"") || literal("\"-inf\""); }
+
+  const char* m_at;
+  const char* m_end;
+};
+
+// Name lookups over tables built once (to_string scans the taxonomy per call).
+bool known_status(std::string_view name, CheckStatus& status) {
+  static const std::vector<std::pair<std::string_view, CheckStatus>> k_names = [] {
+    std::vector<std::pair<std::string_view, CheckStatus>> names;
+    for (CheckStatus known : all_check_statuses()) {
+      names.emplace_back(to_string(known), known);
+    }
+    return names;
+  }();
+  for (const auto& [known, value] : k_names) {
+    if (name == known) {
+      status = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool known_rule(std::string_view name) {
+  const auto& names = tolerance_rule_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool observed(Cursor& in) {
+  std::string_view text;
+  return in.literal("{\"device\":") && in.string(text) && in.literal(",\"dtype\":") && in.string(text) &&
+         in.literal(",\"memory_format\":") && in.string(text) && in.literal(",\"shape\":") && in.integers() &&
+         in.literal("}");
+}
+
+// The members of "stats" after "max_abs", in the writer's order: 'i' integer, 'n' number, 'a' integer array.
+struct Member {
+  std::string_view key;  // with the leading comma and the colon
+  char kind;
+};
+
+constexpr Member k_stats_rest[] = {
+    {",\"max_abs_index\":", 'a'},
+    {",\"max_abs_reference\":", 'n'},
+    {",\"max_abs_target\":", 'n'},
+    {",\"max_rel\":", 'n'},
+    {",\"max_rel_index\":", 'a'},
+    {",\"rel_floor\":", 'n'},
+    {",\"max_abs_reference_value\":", 'n'},
+    {",\"nan_reference\":", 'i'},
+    {",\"nan_target\":", 'i'},
+    {",\"inf_reference\":", 'i'},
+    {",\"inf_target\":", 'i'},
+    {",\"min_atol\":", 'n'},
+    {",\"min_rtol\":", 'n'},
+    {",\"mean_abs\":", 'n'},
+    {",\"p99_abs\":", 'n'},
+    {",\"rmse\":", 'n'},
+    {",\"cosine_similarity\":", 'n'},
+    {",\"max_ulp\":", 'n'},
+};
+
+bool stats(Cursor& in, CheckDigest& digest) {
+  if (!(in.literal("{\"numel\":") && in.integer() && in.literal(",\"mismatches\":") && in.integer() &&
+        in.literal(",\"mismatch_fraction\":") && in.number() && in.literal(",\"max_abs\":") &&
+        in.number(digest.max_abs))) {
+    return false;
+  }
+  for (const Member& member : k_stats_rest) {
+    if (!in.literal(member.key)) {
+      return false;
+    }
+    bool ok = member.kind == 'i' ? in.integer() : member.kind == 'a' ? in.integers() : in.number();
+    if (!ok) {
+      return false;
+    }
+  }
+  if (in.literal(",\"oracle\":")) {
+    if (!(in.literal("{\"reference_max_abs\":") && in.number() && in.literal(",\"target_max_abs\":") && in.number() &&
+          in.literal(",\"reference_rmse\":") && in.number() && in.literal(",\"target_rmse\":") && in.number() &&
+          in.literal("}"))) {
+      return false;
+    }
+  }
+  if (in.literal(",\"reference_repeat_max_abs\":") && !in.number()) {
+    return false;
+  }
+  if (in.literal(",\"target_repeat_max_abs\":") && !in.number()) {
+    return false;
+  }
+  digest.has_stats = true;
+  return in.literal("}");
+}
+
+// A tolerance value: put_raw_double's number (never a string: the reader's
+// to_number would take "nan", but the writer writes null, which it refuses).
+bool raw_number(Cursor& in) {
+  std::string_view token;
+  return in.number_token(token);
+}
+
+}  // namespace
+
+bool read_canonical_check(std::string_view line, CheckDigest& digest) {
+  // Escapes are where readers differ: the full readers take every line with one.
+  if (std::memchr(line.data(), '\\', line.size()) != nullptr) {
+    return false;
+  }
+  Cursor in(line);
+  std::string_view input;
+  std::string_view reference;
+  std::string_view target;
+  std::string_view status;
+  std::string_view rule;
+  digest = CheckDigest{};
+  if (!(in.literal("{\"type\":\"check\",\"id\":") && in.string(digest.id) && in.literal(",\"experiment\":") &&
+        in.string(digest.experiment) && in.literal(",\"input\":") && in.string(input) &&
+        in.literal(",\"reference\":") && in.string(reference) && in.literal(",\"target\":") && in.string(target) &&
+        in.literal(",\"output\":") && in.string(digest.output) && in.literal(",\"status\":") && in.string(status) &&
+        in.literal(",\"message\":") && in.string(digest.message) && in.literal(",\"tolerance\":{\"rule\":") &&
+        in.string(rule) && in.literal(",\"atol\":") && raw_number(in) && in.literal(",\"rtol\":") && raw_number(in) &&
+        in.literal("}"))) {
+    return false;
+  }
+  if (!known_status(status, digest.status) || !known_rule(rule)) {
+    return false;
+  }
+  if (in.literal(",\"observed_reference\":") && !observed(in)) {
+    return false;
+  }
+  if (in.literal(",\"observed_target\":") && !observed(in)) {
+    return false;
+  }
+  if (in.literal(",\"stats\":") && !stats(in, digest)) {
+    return false;
+  }
+  if (!(in.literal(",\"timings_ms\":{\"reference\":") && in.number() && in.literal(",\"target\":") && in.number() &&
+        in.literal("}}") && in.done())) {
+    return false;
+  }
+  // make_check_id: experiment/input/reference~target/output.
+  const std::string_view& id = digest.id;
+  size_t at = 0;
+  auto part = [&](std::string_view text, char after) {
+    if (id.compare(at, text.size(), text) != 0) {
+      return false;
+    }
+    at += text.size();
+    if (after == '\0') {
+      return at == id.size();
+    }
+    if (at >= id.size() || id[at] != after) {
+      return false;
+    }
+    ++at;
+    return true;
+  };
+  if (!(part(digest.experiment, '/') && part(input, '/') && part(reference, '~') && part(target, '/') &&
+        part(digest.output, '\0'))) {
+    return false;
+  }
+  digest.line = line;
+  return true;
+}
+
+}  // namespace driftgate

@@ -1,0 +1,229 @@
+#include "core/run_digest.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <istream>
+#include <streambuf>
+#include <utility>
+
+#include "core/check_json.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/id_order.h"
+#include "core/text_compare.h"
+
+namespace driftgate {
+
+namespace {
+
+class StringBytes : public RunBytes {
+ public:
+  explicit StringBytes(std::string text) : m_text(std::move(text)) {}
+  std::string_view text() const override { return m_text; }
+
+ private:
+  std::string m_text;
+};
+
+// A read-only private mapping of a regular file: its pages come from the page cache,
+// nothing is copied, and a page is read when first touched.
+class MappedBytes : public RunBytes {
+ public:
+  MappedBytes(void* address, size_t size) : m_address(address), m_size(size) {}
+  ~MappedBytes() override { ::munmap(m_address, m_size); }
+  MappedBytes(const MappedBytes&) = delete;
+  MappedBytes& operator=(const MappedBytes&) = delete;
+  std::string_view text() const override { return {static_cast<const char*>(m_address), m_size}; }
+
+ private:
+  void* m_address;
+  size_t m_size;
+};
+
+std::shared_ptr<const RunBytes> open_bytes(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+    auto size = static_cast<size_t>(info.st_size);
+    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (address != MAP_FAILED) {
+      ::close(fd);
+      ::madvise(address, size, MADV_SEQUENTIAL);
+      return std::make_shared<MappedBytes>(address, size);
+    }
+  }
+  ::close(fd);
+  // A pipe, an empty file or a file that cannot be mapped: read it (read_file's errors).
+  return std::make_shared<StringBytes>(read_file(path));
+}
+
+// An istream over bytes in memory, for the strict reader, without a copy.
+class ViewBuffer : public std::streambuf {
+ public:
+  explicit ViewBuffer(std::string_view text) {
+    char* begin = const_cast<char*>(text.data());
+    setg(begin, begin, begin + text.size());
+  }
+};
+
+// The strict reader over the whole text: it throws the error the digest reader
+// refused the file for. Should it accept what the digest reader did not, its
+// records are used.
+RunDigest strict_digest(std::string_view text, const std::string& name) {
+  ViewBuffer buffer(text);
+  std::istream in(&buffer);
+  return digest_of(std::make_shared<const RunFile>(parse_run(in, name)));
+}
+
+// The line of `text` starting at `at` (without its newline); `next` is set past it.
+std::string_view line_at(std::string_view text, size_t at, size_t& next) {
+  const void* newline = std::memchr(text.data() + at, '\n', text.size() - at);
+  size_t end = newline == nullptr ? text.size() : static_cast<size_t>(static_cast<const char*>(newline) - text.data());
+  next = end + 1;
+  return text.substr(at, end - at);
+}
+
+void fill_from_record(CheckDigest& digest, const CheckRecord& check) {
+  digest = CheckDigest{};
+  digest.id = check.id;
+  digest.experiment = check.experiment;
+  digest.output = check.output;
+  digest.message = check.message;
+  digest.record = &check;
+  digest.status = check.status;
+  digest.has_stats = check.stats.has_value();
+  digest.max_abs = check.stats ? check.stats->max_abs : 0.0;
+}
+
+// Fills `digest.id_order`; false when two checks share an id.
+bool order_ids(RunDigest& digest) {
+  std::vector<std::string_view> ids;
+  ids.reserve(digest.checks.size());
+  for (const auto& check : digest.checks) {
+    ids.push_back(check.id);
+  }
+  // A stored baseline is canonical (sorted by id): one linear pass instead of a sort.
+  bool sorted = true;
+  for (size_t i = 1; i < ids.size() && sorted; ++i) {
+    sorted = text_less(ids[i - 1], ids[i]);
+  }
+  if (sorted) {
+    digest.id_order.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      digest.id_order[i] = i;
+    }
+    return true;
+  }
+  digest.id_order = id_order(ids);
+  for (size_t i = 1; i < digest.id_order.size(); ++i) {
+    if (same_text(ids[digest.id_order[i - 1]], ids[digest.id_order[i]])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The digest of `text`, or nullopt where the strict reader must decide.
+std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes) {
+  std::string_view text = bytes->text();
+  RunDigest digest;
+  digest.bytes = bytes;
+  // The summary is the last line that is not empty; the header the first.
+  size_t last_end = text.size();
+  while (last_end > 0 && text[last_end - 1] == '\n') {
+    --last_end;
+  }
+  size_t last_begin = text.rfind('\n', last_end == 0 ? 0 : last_end - 1);
+  last_begin = last_begin == std::string_view::npos ? 0 : last_begin + 1;
+  size_t at = 0;
+  while (at < text.size() && text[at] == '\n') {
+    ++at;
+  }
+  if (at >= last_begin) {
+    return std::nullopt;  // no line, or one line only
+  }
+  size_t next = 0;
+  try {
+    digest.header = parse_header_line(line_at(text, at, next));
+    digest.summary = parse_summary_line(text.substr(last_begin, last_end - last_begin));
+    // Reserve from the first check line's length, erring on the large side.
+    size_t first_length = text.find('\n', next) == std::string_view::npos ? 0 : text.find('\n', next) - next;
+    digest.checks.reserve((last_begin - next) / (first_length + 1) * 5 / 4 + 16);
+    CheckLineParser fast;
+    for (at = next; at < last_begin; at = next) {
+      std::string_view line = line_at(text, at, next);
+      if (line.empty()) {
+        continue;
+      }
+      CheckDigest& check = digest.checks.emplace_back();
+      if (!read_canonical_check(line, check)) {
+        auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
+        fill_from_record(check, *record);
+        digest.records.push_back(std::move(record));
+      }
+    }
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (!order_ids(digest)) {
+    return std::nullopt;
+  }
+  const auto& checks = digest.checks;
+  RunSummary derived = summarize_keys(digest.header, checks.size(), [&checks](size_t i) {
+    return CheckKey{checks[i].experiment, checks[i].output, checks[i].status};
+  });
+  if (!same_summary(derived, digest.summary)) {
+    return std::nullopt;
+  }
+  return digest;
+}
+
+RunDigest digest_bytes(const std::shared_ptr<const RunBytes>& bytes, const std::string& name) {
+  std::optional<RunDigest> digest = try_digest(bytes);
+  if (digest) {
+    return std::move(*digest);
+  }
+  return strict_digest(bytes->text(), name);
+}
+
+}  // namespace
+
+RunDigest read_run_digest(const std::string& path) { return digest_bytes(open_bytes(path), path); }
+
+RunDigest digest_run_text(std::string text, const std::string& name_for_messages) {
+  return digest_bytes(std::make_shared<const StringBytes>(std::move(text)), name_for_messages);
+}
+
+RunDigest digest_view(const RunFile& run) {
+  RunDigest digest;
+  digest.header = run.header;
+  digest.summary = run.summary;
+  digest.checks.resize(run.checks.size());
+  for (size_t i = 0; i < run.checks.size(); ++i) {
+    fill_from_record(digest.checks[i], run.checks[i]);
+  }
+  // A parsed run has unique ids (parse_run refuses repeats); one built by hand is taken as it is.
+  order_ids(digest);
+  return digest;
+}
+
+RunDigest digest_of(std::shared_ptr<const RunFile> run) {
+  RunDigest digest = digest_view(*run);
+  digest.run = std::move(run);
+  return digest;
+}
+
+std::string check_line_of(const CheckDigest& check) {
+  return check.record != nullptr ? check_to_json_line(*check.record) : std::string(check.line);
+}
+
+}  // namespace driftgate

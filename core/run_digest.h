@@ -1,0 +1,89 @@
+// A run file read for diffing: what the differ needs of each check, not all of it.
+//
+// `driftgate diff` of a million checks against a million-check baseline reads about
+// two gigabytes. Building a full CheckRecord (~1.5 KB, a dozen allocations) for every
+// line of both files cost more than everything else the diff does, and almost all of
+// it is thrown away: the diff looks at a check's id, experiment, output, status,
+// message and max_abs, the proposed baseline copies the line itself.
+//
+// read_run_digest maps the file and keeps, per check, views into its bytes:
+//   - a line in the canonical form check_to_json_line writes (printable ASCII, the
+//     writer's key order and number forms, no tier-2/3 or mitigation members: nearly
+//     every line of a real run) is read by one pass that mirrors the writer
+//     (canonical_check.cc) and validates every value's type and grammar as it goes;
+//   - any other line is read in full by the reader read_run_file uses (simdjson fast
+//     path, then the strict nlohmann reader), and its digest points into that record.
+// The acceptance contract is read_run_file's: a file is accepted only when
+// read_run_file accepts it, with the same values. Whenever the digest reader refuses
+// anything (a malformed line, a duplicated id, a summary that does not match), the
+// strict reader reads the whole file again and throws its own error, so messages are
+// exactly read_run_file's "<file>:<line>: ..." ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/record.h"
+
+namespace driftgate {
+
+struct CheckDigest {
+  std::string_view id;
+  std::string_view experiment;
+  std::string_view output;
+  std::string_view message;
+  // The check's line as the writer writes it (no newline): set when the line was in
+  // canonical form, empty when `record` holds the check instead.
+  std::string_view line;
+  const CheckRecord* record = nullptr;  // the check read in full (owned by the RunDigest), or null
+  CheckStatus status = CheckStatus::k_pass;
+  bool has_stats = false;
+  double max_abs = 0.0;  // stats.max_abs when has_stats
+};
+
+// The text a digest's `line` views point into: a read-only mapping of the file, or
+// bytes held in memory.
+class RunBytes {
+ public:
+  virtual ~RunBytes() = default;
+  virtual std::string_view text() const = 0;
+};
+
+struct RunDigest {
+  RunHeader header;
+  RunSummary summary;
+  std::vector<CheckDigest> checks;  // in file order
+  // The permutation of `checks` in id order (ids are unique: the reader refuses repeats).
+  std::vector<size_t> id_order;
+
+  // What the views point into; keep the digest (not a copy of its vectors) alive while they are used.
+  std::shared_ptr<const RunBytes> bytes;
+  std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
+  std::shared_ptr<const RunFile> run;                      // a digest made of a parsed run (digest_of)
+};
+
+// Reads `path` as read_run_file does (same acceptance, same errors).
+RunDigest read_run_digest(const std::string& path);
+// The same over bytes already in memory (a git note), named `name_for_messages`.
+RunDigest digest_run_text(std::string text, const std::string& name_for_messages);
+// A digest over a parsed run: its views point into `run`'s records (lines are written
+// out by check_to_json_line when needed), which it keeps alive.
+RunDigest digest_of(std::shared_ptr<const RunFile> run);
+// The same over a run the caller keeps alive while the digest is used.
+RunDigest digest_view(const RunFile& run);
+
+// The check's line as the writer writes it: `line` when set, else check_to_json_line(*record).
+std::string check_line_of(const CheckDigest& check);
+
+// Reads one check line in the canonical form (see above) into `digest`, with views
+// into `line`. False when the line is in any other form (the caller reads it in full);
+// true only for lines that read_run_file's check reader accepts with the same id,
+// experiment, output, status, message and max_abs.
+bool read_canonical_check(std::string_view line, CheckDigest& digest);
+
+}  // namespace driftgate
