@@ -236,12 +236,13 @@ int cmd_diff(CommandContext& context) {
   if (!request->policy_path.empty()) {
     policy = load_gate_policy(request->policy_path, today);
   }
-  // The run's checks are read on a second thread while the baseline is chosen and
-  // read on this one: the two files of a large diff are read side by side, each as a
-  // digest (core/run_digest.h) with read_run_file's checks and errors. Errors keep
-  // their order: the run's first, then the store's and the selection's.
+  // The run's checks are read (core/run_digest.h: two threads, read_run_file's checks
+  // and errors) while the baseline is chosen on this one; then the baseline is read with
+  // the run's digest at hand. Errors keep their order: the run's first, then the
+  // store's and the selection's.
   RunHeader header = read_run_header(request->run_path);
-  std::future<RunDigest> reading = std::async(std::launch::async, read_run_digest, request->run_path);
+  std::future<RunDigest> reading =
+      std::async(std::launch::async, [path = request->run_path] { return read_run_digest(path); });
   std::unique_ptr<BaselineStore> store_owner;
   std::optional<GitRepo> repo;
   BaselineSelection selection;
@@ -250,8 +251,10 @@ int cmd_diff(CommandContext& context) {
     store_owner = open_store(parse_store_spec(request->store, request->store_kind), request->repo, true);
     repo.emplace(open_repo(request->repo));
     std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
+    // Chosen here, read below: the baseline's lines that equal the run's are vouched
+    // for by the run's digest (read_check_like) instead of being scanned again.
     SelectionRequest selection_request{header.commit.sha, base, header.environment, request->max_walk,
-                                       request->allow_env_mismatch, true};
+                                       request->allow_env_mismatch, false};
     selection = select_baseline(*repo, *store_owner, selection_request);
   } catch (...) {
     selection_error = std::current_exception();
@@ -264,15 +267,21 @@ int cmd_diff(CommandContext& context) {
     throw Error(request->run_path + ": the run file changed while it was read; run the diff again");
   }
   const BaselineStore& store = *store_owner;
+  std::optional<RunDigest> baseline;
   std::optional<DiffResult> diff;
   if (selection.found) {
+    baseline = store.load_digest(selection.env_key, selection.sha, &run);
+    if (!baseline) {
+      throw Error("baseline " + selection.env_key + "/" + selection.sha +
+                  " disappeared while being read; run the diff again");
+    }
     DiffOptions diff_options;
     diff_options.drift_factor = request->drift_factor;
-    diff = diff_runs(run, *selection.digest, diff_options);
+    diff = diff_runs(run, *baseline, diff_options);
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);
   if (selection.found) {
-    propose_refresh(report, *request, run, *selection.digest);
+    propose_refresh(report, *request, run, *baseline);
   }
   std::string markdown = render_markdown(report, request->markdown_budget);
   if (!request->report_path.empty()) {

@@ -34,6 +34,7 @@ class Cursor {
   explicit Cursor(std::string_view line) : m_at(line.data()), m_end(line.data() + line.size()) {}
 
   bool done() const { return m_at == m_end; }
+  const char* at() const { return m_at; }
 
   // Consumes `text` when the line continues with it.
   bool literal(std::string_view text) {
@@ -65,19 +66,24 @@ class Cursor {
     return false;
   }
 
+  // Numbers are scanned without end checks: read_canonical_check takes only lines that
+  // end in '}', which stops every digit, sign and exponent loop below, and a number is
+  // only ever read after a key, '[' or ',', none of which can be the line's last byte.
+  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
   bool integer() {
     const char* start = m_at;
-    if (m_at != m_end && *m_at == '-') {
+    if (*m_at == '-') {
       ++m_at;
     }
     const char* digits = m_at;
-    if (m_at == m_end || *m_at < '0' || *m_at > '9') {
+    if (!is_digit(*m_at)) {
       return false;
     }
     if (*m_at == '0') {
       ++m_at;
     } else {
-      while (m_at != m_end && *m_at >= '0' && *m_at <= '9') {
+      while (is_digit(*m_at)) {
         ++m_at;
       }
     }
@@ -87,40 +93,41 @@ class Cursor {
   // A JSON number token; `text` views it.
   bool number_token(std::string_view& text) {
     const char* start = m_at;
-    if (m_at != m_end && *m_at == '-') {
+    if (*m_at == '-') {
       ++m_at;
     }
-    size_t digit_count = 0;
-    auto digits = [&] {
-      const char* from = m_at;
-      while (m_at != m_end && *m_at >= '0' && *m_at <= '9') {
-        ++m_at;
-      }
-      digit_count += static_cast<size_t>(m_at - from);
-      return m_at - from;
-    };
-    if (m_at == m_end) {
-      return false;
-    }
+    const char* integral = m_at;
     if (*m_at == '0') {
       ++m_at;
-      ++digit_count;
-    } else if (digits() == 0) {
-      return false;
-    }
-    if (m_at != m_end && *m_at == '.') {
-      ++m_at;
-      if (digits() == 0) {
+    } else {
+      while (is_digit(*m_at)) {
+        ++m_at;
+      }
+      if (m_at == integral) {
         return false;
       }
     }
-    if (m_at != m_end && (*m_at == 'e' || *m_at == 'E')) {
-      ++m_at;
-      if (m_at != m_end && (*m_at == '+' || *m_at == '-')) {
+    size_t digit_count = static_cast<size_t>(m_at - integral);
+    if (*m_at == '.') {
+      const char* fraction = ++m_at;
+      while (is_digit(*m_at)) {
         ++m_at;
       }
-      const char* from = m_at;
-      if (digits() == 0 || m_at - from > 2) {
+      if (m_at == fraction) {
+        return false;
+      }
+      digit_count += static_cast<size_t>(m_at - fraction);
+    }
+    if (*m_at == 'e' || *m_at == 'E') {
+      ++m_at;
+      if (*m_at == '+' || *m_at == '-') {
+        ++m_at;
+      }
+      const char* exponent = m_at;
+      while (is_digit(*m_at)) {
+        ++m_at;
+      }
+      if (m_at == exponent || m_at - exponent > 2) {
         return false;
       }
     }
@@ -281,11 +288,41 @@ bool raw_number(Cursor& in) {
   return in.number_token(token);
 }
 
+// The last member and the closing brace: ,"timings_ms":{"reference":N,"target":N}}
+bool timings_tail(Cursor& in) {
+  return in.literal(",\"timings_ms\":{\"reference\":") && in.number() && in.literal(",\"target\":") && in.number() &&
+         in.literal("}}") && in.done();
+}
+
 }  // namespace
 
+bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest) {
+  size_t prefix = like.timings_at;
+  if (prefix == 0 || like.record != nullptr || line.size() <= prefix || line.back() != '}' ||
+      !same_bytes(line.data(), like.line.data(), prefix)) {
+    return false;
+  }
+  Cursor tail(line.substr(prefix));
+  if (!timings_tail(tail)) {
+    return false;
+  }
+  // The same bytes up to the timings: the same values, at the same offsets in this line.
+  auto moved = [&](std::string_view view) {
+    return std::string_view(line.data() + (view.data() - like.line.data()), view.size());
+  };
+  digest = like;
+  digest.id = moved(like.id);
+  digest.experiment = moved(like.experiment);
+  digest.output = moved(like.output);
+  digest.message = moved(like.message);
+  digest.line = line;
+  return true;
+}
+
 bool read_canonical_check(std::string_view line, CheckDigest& digest) {
-  // Escapes are where readers differ: the full readers take every line with one.
-  if (std::memchr(line.data(), '\\', line.size()) != nullptr) {
+  // Escapes are where readers differ: the full readers take every line with one. A
+  // canonical line ends in '}' (the number scanners rely on it).
+  if (line.empty() || line.back() != '}' || std::memchr(line.data(), '\\', line.size()) != nullptr) {
     return false;
   }
   Cursor in(line);
@@ -316,8 +353,8 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest) {
   if (in.literal(",\"stats\":") && !stats(in, digest)) {
     return false;
   }
-  if (!(in.literal(",\"timings_ms\":{\"reference\":") && in.number() && in.literal(",\"target\":") && in.number() &&
-        in.literal("}}") && in.done())) {
+  const char* timings = in.at();
+  if (!timings_tail(in)) {
     return false;
   }
   // make_check_id: experiment/input/reference~target/output.
@@ -342,6 +379,7 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest) {
     return false;
   }
   digest.line = line;
+  digest.timings_at = static_cast<uint32_t>(timings - line.data());
   return true;
 }
 

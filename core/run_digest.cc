@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <istream>
 #include <streambuf>
+#include <thread>
 #include <utility>
 
 #include "core/check_json.h"
@@ -132,8 +134,99 @@ bool order_ids(RunDigest& digest) {
   return true;
 }
 
-// The digest of `text`, or nullopt where the strict reader must decide.
-std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes) {
+// The check lines of one slice of a file, read on one thread.
+struct Part {
+  std::vector<CheckDigest> checks;                          // in file order
+  std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
+  std::vector<size_t> order;                                // `checks` in id order
+  bool refused = false;                                     // the strict reader must decide
+};
+
+// The id a check line starts with as the writer writes it, or "" (the line is then
+// read on its own). A wrong guess (an escaped quote) only costs the fast path.
+std::string_view leading_id(std::string_view line) {
+  constexpr std::string_view k_start = "{\"type\":\"check\",\"id\":\"";
+  if (line.size() <= k_start.size() || !same_bytes(line.data(), k_start.data(), k_start.size())) {
+    return {};
+  }
+  size_t end = line.find('"', k_start.size());
+  return end == std::string_view::npos ? std::string_view() : line.substr(k_start.size(), end - k_start.size());
+}
+
+// Reads the check lines in [begin, end) of `text` into `part`. `like` (checks in id
+// order, or null): a digest whose canonical lines vouch for identical lines here.
+void read_part(std::string_view text, size_t begin, size_t end, const RunDigest* like, Part& part) {
+  try {
+    CheckLineParser fast;
+    const std::vector<CheckDigest>* known = like != nullptr ? &like->checks : nullptr;
+    size_t pos = 0;  // in `known`: the first check whose id is not below the last one looked up
+    bool positioned = false;
+    size_t next = 0;
+    // Sized once from the first line, erring on the large side: growing a vector of a
+    // million digests by doubling touches (and the kernel zeroes) twice the memory.
+    size_t first_line = line_at(text, begin, next).size() + 1;
+    part.checks.reserve((end - begin) / first_line * 5 / 4 + 16);
+    for (size_t at = begin; at < end; at = next) {
+      std::string_view line = line_at(text, at, next);
+      if (line.empty()) {
+        continue;
+      }
+      CheckDigest& check = part.checks.emplace_back();
+      if (known != nullptr) {
+        std::string_view id = leading_id(line);
+        if (!id.empty()) {
+          if (!positioned) {
+            pos = static_cast<size_t>(
+                std::partition_point(known->begin(), known->end(),
+                                     [id](const CheckDigest& c) { return text_less(c.id, id); }) -
+                known->begin());
+            positioned = true;
+          }
+          while (pos < known->size() && text_less((*known)[pos].id, id)) {
+            ++pos;
+          }
+          if (pos < known->size() && same_text((*known)[pos].id, id) && read_check_like(line, (*known)[pos], check)) {
+            ++pos;
+            continue;
+          }
+        }
+      }
+      if (!read_canonical_check(line, check)) {
+        auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
+        fill_from_record(check, *record);
+        part.records.push_back(std::move(record));
+      }
+    }
+    std::vector<std::string_view> ids;
+    ids.reserve(part.checks.size());
+    bool sorted = true;
+    for (const auto& check : part.checks) {
+      sorted = sorted && (ids.empty() || text_less(ids.back(), check.id));
+      ids.push_back(check.id);
+    }
+    if (sorted) {
+      part.order.resize(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        part.order[i] = i;
+      }
+    } else {
+      part.order = id_order(ids);
+    }
+  } catch (...) {
+    part.refused = true;
+  }
+}
+
+// Where the second of two parts of [begin, end) starts: the line after the middle.
+size_t middle_line(std::string_view text, size_t begin, size_t end) {
+  size_t middle = begin + (end - begin) / 2;
+  const void* newline = std::memchr(text.data() + middle, '\n', end - middle);
+  return newline == nullptr ? end : static_cast<size_t>(static_cast<const char*>(newline) - text.data()) + 1;
+}
+
+// The digest of `text`, or nullopt where the strict reader must decide. Its checks
+// come out in id order (id_order is the identity).
+std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const RunDigest* like) {
   std::string_view text = bytes->text();
   RunDigest digest;
   digest.bytes = bytes;
@@ -151,31 +244,49 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes) {
   if (at >= last_begin) {
     return std::nullopt;  // no line, or one line only
   }
-  size_t next = 0;
+  size_t begin = 0;
   try {
-    digest.header = parse_header_line(line_at(text, at, next));
+    digest.header = parse_header_line(line_at(text, at, begin));
     digest.summary = parse_summary_line(text.substr(last_begin, last_end - last_begin));
-    // Reserve from the first check line's length, erring on the large side.
-    size_t first_length = text.find('\n', next) == std::string_view::npos ? 0 : text.find('\n', next) - next;
-    digest.checks.reserve((last_begin - next) / (first_length + 1) * 5 / 4 + 16);
-    CheckLineParser fast;
-    for (at = next; at < last_begin; at = next) {
-      std::string_view line = line_at(text, at, next);
-      if (line.empty()) {
-        continue;
-      }
-      CheckDigest& check = digest.checks.emplace_back();
-      if (!read_canonical_check(line, check)) {
-        auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
-        fill_from_record(check, *record);
-        digest.records.push_back(std::move(record));
-      }
-    }
   } catch (...) {
     return std::nullopt;
   }
-  if (!order_ids(digest)) {
+  // Two halves, one on another thread: both cores read.
+  size_t split = middle_line(text, begin, last_begin);
+  Part parts[2];
+  {
+    std::thread second(read_part, text, split, last_begin, like, std::ref(parts[1]));
+    read_part(text, begin, split, like, parts[0]);
+    second.join();
+  }
+  if (parts[0].refused || parts[1].refused) {
     return std::nullopt;
+  }
+  // One merge of the halves' id orders; equal neighbours are repeated ids.
+  const size_t count = parts[0].checks.size() + parts[1].checks.size();
+  digest.checks.reserve(count);
+  size_t a = 0;
+  size_t b = 0;
+  const auto& first = parts[0];
+  const auto& second = parts[1];
+  while (a < first.order.size() || b < second.order.size()) {
+    bool take_first = b == second.order.size() ||
+                      (a < first.order.size() &&
+                       text_less(first.checks[first.order[a]].id, second.checks[second.order[b]].id));
+    const CheckDigest& check = take_first ? first.checks[first.order[a++]] : second.checks[second.order[b++]];
+    if (!digest.checks.empty() && !text_less(digest.checks.back().id, check.id)) {
+      return std::nullopt;  // a repeated id
+    }
+    digest.checks.push_back(check);
+  }
+  digest.id_order.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    digest.id_order[i] = i;
+  }
+  for (auto& part : parts) {
+    for (auto& record : part.records) {
+      digest.records.push_back(std::move(record));
+    }
   }
   const auto& checks = digest.checks;
   RunSummary derived = summarize_keys(digest.header, checks.size(), [&checks](size_t i) {
@@ -187,8 +298,8 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes) {
   return digest;
 }
 
-RunDigest digest_bytes(const std::shared_ptr<const RunBytes>& bytes, const std::string& name) {
-  std::optional<RunDigest> digest = try_digest(bytes);
+RunDigest digest_bytes(const std::shared_ptr<const RunBytes>& bytes, const std::string& name, const RunDigest* like) {
+  std::optional<RunDigest> digest = try_digest(bytes, like);
   if (digest) {
     return std::move(*digest);
   }
@@ -197,10 +308,12 @@ RunDigest digest_bytes(const std::shared_ptr<const RunBytes>& bytes, const std::
 
 }  // namespace
 
-RunDigest read_run_digest(const std::string& path) { return digest_bytes(open_bytes(path), path); }
+RunDigest read_run_digest(const std::string& path, const RunDigest* like) {
+  return digest_bytes(open_bytes(path), path, like);
+}
 
-RunDigest digest_run_text(std::string text, const std::string& name_for_messages) {
-  return digest_bytes(std::make_shared<const StringBytes>(std::move(text)), name_for_messages);
+RunDigest digest_run_text(std::string text, const std::string& name_for_messages, const RunDigest* like) {
+  return digest_bytes(std::make_shared<const StringBytes>(std::move(text)), name_for_messages, like);
 }
 
 RunDigest digest_view(const RunFile& run) {

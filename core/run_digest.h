@@ -44,6 +44,9 @@ struct CheckDigest {
   CheckStatus status = CheckStatus::k_pass;
   bool has_stats = false;
   double max_abs = 0.0;  // stats.max_abs when has_stats
+  // Canonical lines: the bytes before the "timings_ms" member (the rest of the line is
+  // timings only); 0 otherwise.
+  uint32_t timings_at = 0;
 };
 
 // The text a digest's `line` views point into: a read-only mapping of the file, or
@@ -57,7 +60,9 @@ class RunBytes {
 struct RunDigest {
   RunHeader header;
   RunSummary summary;
-  std::vector<CheckDigest> checks;  // in file order
+  // In id order when read from a file (read_run_digest, digest_run_text); in the run's
+  // order for digest_view and digest_of.
+  std::vector<CheckDigest> checks;
   // The permutation of `checks` in id order (ids are unique: the reader refuses repeats).
   std::vector<size_t> id_order;
 
@@ -67,10 +72,13 @@ struct RunDigest {
   std::shared_ptr<const RunFile> run;                      // a digest made of a parsed run (digest_of)
 };
 
-// Reads `path` as read_run_file does (same acceptance, same errors).
-RunDigest read_run_digest(const std::string& path);
+// Reads `path` as read_run_file does (same acceptance, same errors), on two threads.
+// `like`: a digest read before (a diff's run, when reading its baseline) whose
+// canonical lines vouch for this file's lines that equal them up to their timings
+// (read_check_like), so those are not scanned again; it must outlive the result.
+RunDigest read_run_digest(const std::string& path, const RunDigest* like = nullptr);
 // The same over bytes already in memory (a git note), named `name_for_messages`.
-RunDigest digest_run_text(std::string text, const std::string& name_for_messages);
+RunDigest digest_run_text(std::string text, const std::string& name_for_messages, const RunDigest* like = nullptr);
 // A digest over a parsed run: its views point into `run`'s records (lines are written
 // out by check_to_json_line when needed), which it keeps alive.
 RunDigest digest_of(std::shared_ptr<const RunFile> run);
@@ -85,5 +93,11 @@ std::string check_line_of(const CheckDigest& check);
 // true only for lines that read_run_file's check reader accepts with the same id,
 // experiment, output, status, message and max_abs.
 bool read_canonical_check(std::string_view line, CheckDigest& digest);
+// Reads `line` as `like` (a check read in canonical form) when the two are the same
+// bytes up to like's timings and the rest of `line` is a canonical timings member: then
+// read_canonical_check would accept it with like's values, and `digest` is like's with
+// views into `line`. False otherwise. A baseline line identical to the run's line for
+// the same check (the common case) is so vouched for without being scanned again.
+bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest);
 
 }  // namespace driftgate

@@ -91,20 +91,16 @@ std::optional<Hit> accepted_on_branch(const GitRepo& repo, const BaselineStore& 
   return std::nullopt;
 }
 
-void take(BaselineSelection& selection, const BaselineStore& store, const Hit& hit, bool digest) {
+void take(BaselineSelection& selection, const BaselineStore& store, const Hit& hit, bool load) {
   selection.found = true;
   selection.sha = hit.sha;
   selection.env_key = hit.env_key;
   selection.steps = hit.steps;
-  bool loaded = false;
-  if (digest) {
-    selection.digest = store.load_digest(hit.env_key, hit.sha);
-    loaded = selection.digest.has_value();
-  } else {
-    selection.baseline = store.load(hit.env_key, hit.sha);
-    loaded = selection.baseline.has_value();
+  if (!load) {
+    return;
   }
-  if (!loaded) {
+  selection.baseline = store.load(hit.env_key, hit.sha);
+  if (!selection.baseline) {
     throw Error("baseline " + hit.env_key + "/" + hit.sha + " disappeared while being read; run the diff again");
   }
 }
@@ -129,7 +125,7 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
   std::string own = request.environment.key();
   if (std::optional<Hit> accepted =
           accepted_on_branch(repo, store, request.head_sha, start.sha, own, request.max_walk)) {
-    take(selection, store, *accepted, request.digest);
+    take(selection, store, *accepted, request.load);
     selection.start_sha = accepted->sha;
     selection.notes.push_back("using the baseline accepted on this branch at " + short_sha(accepted->sha) +
                               " (driftgate baseline accept), not the merge base's");
@@ -137,7 +133,7 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
   }
   auto [same, other] = nearest_hits(store, walk, own);
   if (same) {
-    take(selection, store, *same, request.digest);
+    take(selection, store, *same, request.load);
     return selection;
   }
   if (repo.is_shallow() && static_cast<int>(walk.size()) < request.max_walk) {
@@ -158,7 +154,7 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
         "no comparable baseline: baselines exist only for other environments: " + other->env_key + " (" + changes + ")";
     return selection;
   }
-  take(selection, store, *other, request.digest);
+  take(selection, store, *other, request.load);
   selection.env_mismatch = true;
   selection.env_changes = changes;
   return selection;

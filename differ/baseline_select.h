@@ -31,7 +31,7 @@ struct SelectionRequest {
   Environment environment;                   // the run's environment; its key selects baselines
   int max_walk = k_default_max_walk;         // commits looked at, the start included
   bool allow_env_mismatch = false;           // fall back to the nearest baseline of another environment
-  bool digest = false;                       // load the baseline as a digest (BaselineSelection::digest) for a diff
+  bool load = true;                          // false: only choose; the caller loads it (diff: as a digest)
 };
 
 struct BaselineSelection {
@@ -42,8 +42,7 @@ struct BaselineSelection {
   std::string start_sha;      // where the walk began: the merge base, or the run's commit
   bool env_mismatch = false;  // the baseline is of another environment (allow_env_mismatch)
   std::string env_changes;    // baseline environment -> run environment, "onednn 2.6.3 -> 3.1"
-  std::optional<RunFile> baseline;    // the baseline read in full (unless the request asked for a digest)
-  std::optional<RunDigest> digest;    // the baseline as a digest (when the request asked for one)
+  std::optional<RunFile> baseline;  // the baseline read in full (unless the request said not to load it)
   std::string reason;              // when !found: why, in one line
   std::vector<std::string> notes;  // things the user should know either way (shallow-clone fallback)
 };

@@ -128,7 +128,8 @@ bool DirectoryStore::contains(const std::string& env_key, const std::string& sha
   return fs::is_regular_file(path_of(env_key, sha), ec);
 }
 
-std::optional<RunDigest> BaselineStore::load_digest(const std::string& env_key, const std::string& sha) const {
+std::optional<RunDigest> BaselineStore::load_digest(const std::string& env_key, const std::string& sha,
+                                                    const RunDigest* /*like*/) const {
   std::optional<RunFile> run = load(env_key, sha);
   if (!run) {
     return std::nullopt;
@@ -161,12 +162,13 @@ std::optional<RunFile> DirectoryStore::load(const std::string& env_key, const st
   return run;
 }
 
-std::optional<RunDigest> DirectoryStore::load_digest(const std::string& env_key, const std::string& sha) const {
+std::optional<RunDigest> DirectoryStore::load_digest(const std::string& env_key, const std::string& sha,
+                                                     const RunDigest* like) const {
   if (!contains(env_key, sha)) {
     return std::nullopt;
   }
   std::string path = path_of(env_key, sha);
-  RunDigest digest = read_run_digest(path);
+  RunDigest digest = read_run_digest(path, like);
   require_named(path, digest.header, env_key, sha);
   return digest;
 }

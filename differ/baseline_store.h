@@ -26,8 +26,10 @@ class BaselineStore {
   virtual std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const = 0;
 
   // load() for a diff: the baseline as a digest (core/run_digest.h), with the same
-  // checks and errors. The default reads it in full with load().
-  virtual std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha) const;
+  // checks and errors; `like` as read_run_digest takes it. The default reads it in
+  // full with load().
+  virtual std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha,
+                                               const RunDigest* like = nullptr) const;
 
   // Whether a baseline of (env_key, sha) exists, without reading it.
   virtual bool contains(const std::string& env_key, const std::string& sha) const = 0;
@@ -80,7 +82,8 @@ class DirectoryStore : public BaselineStore {
   std::string path_of(const std::string& env_key, const std::string& sha) const;
 
   std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const override;
-  std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha) const override;
+  std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha,
+                                       const RunDigest* like = nullptr) const override;
   bool contains(const std::string& env_key, const std::string& sha) const override;
   std::string save(const RunFile& run) override;
   std::vector<std::string> env_keys() const override;
