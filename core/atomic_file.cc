@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -85,6 +86,45 @@ void AtomicFile::write(std::string_view bytes) {
   }
   if (!write_fully(m_fd, bytes.data(), bytes.size())) {
     fail(os_error());
+  }
+}
+
+void AtomicFile::write(const std::vector<std::string_view>& pieces) {
+  if (m_fd < 0 || m_committed) {
+    throw Error(m_requested + ": written after it was finished or failed");
+  }
+  constexpr size_t k_batch = 1024;  // IOV_MAX on Linux
+  size_t next = 0;                  // the first piece not wholly written
+  size_t done = 0;                  // bytes of pieces[next] already written
+  while (next < pieces.size()) {
+    struct iovec batch[k_batch];
+    int count = 0;
+    for (size_t i = next; i < pieces.size() && count < static_cast<int>(k_batch); ++i) {
+      size_t skip = i == next ? done : 0;
+      if (pieces[i].size() > skip) {
+        batch[count].iov_base = const_cast<char*>(pieces[i].data() + skip);
+        batch[count].iov_len = pieces[i].size() - skip;
+        ++count;
+      }
+    }
+    if (count == 0) {
+      return;  // only empty pieces were left
+    }
+    ssize_t written = ::writev(m_fd, batch, count);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      fail(written < 0 ? os_error() : "no progress");
+    }
+    // Past what was written: whole pieces, then part of one.
+    auto left = static_cast<size_t>(written);
+    while (next < pieces.size() && left >= pieces[next].size() - done) {
+      left -= pieces[next].size() - done;
+      done = 0;
+      ++next;
+    }
+    done += left;
   }
 }
 

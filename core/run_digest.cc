@@ -136,9 +136,8 @@ bool order_ids(RunDigest& digest) {
 
 // The check lines of one slice of a file, read on one thread.
 struct Part {
-  std::vector<CheckDigest> checks;                          // in file order
+  std::vector<CheckDigest> checks;                          // in id order
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
-  std::vector<size_t> order;                                // `checks` in id order
   bool refused = false;                                     // the strict reader must decide
 };
 
@@ -204,13 +203,15 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
       sorted = sorted && (ids.empty() || text_less(ids.back(), check.id));
       ids.push_back(check.id);
     }
-    if (sorted) {
-      part.order.resize(ids.size());
-      for (size_t i = 0; i < ids.size(); ++i) {
-        part.order[i] = i;
+    if (!sorted) {
+      // In id order here, on this thread: the merge of the parts then reads both in sequence.
+      std::vector<size_t> order = id_order(ids);
+      std::vector<CheckDigest> in_order;
+      in_order.reserve(order.size());
+      for (size_t i : order) {
+        in_order.push_back(part.checks[i]);
       }
-    } else {
-      part.order = id_order(ids);
+      part.checks.swap(in_order);
     }
   } catch (...) {
     part.refused = true;
@@ -269,11 +270,10 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
   size_t b = 0;
   const auto& first = parts[0];
   const auto& second = parts[1];
-  while (a < first.order.size() || b < second.order.size()) {
-    bool take_first = b == second.order.size() ||
-                      (a < first.order.size() &&
-                       text_less(first.checks[first.order[a]].id, second.checks[second.order[b]].id));
-    const CheckDigest& check = take_first ? first.checks[first.order[a++]] : second.checks[second.order[b++]];
+  while (a < first.checks.size() || b < second.checks.size()) {
+    bool take_first = b == second.checks.size() ||
+                      (a < first.checks.size() && text_less(first.checks[a].id, second.checks[b].id));
+    const CheckDigest& check = take_first ? first.checks[a++] : second.checks[b++];
     if (!digest.checks.empty() && !text_less(digest.checks.back().id, check.id)) {
       return std::nullopt;  // a repeated id
     }

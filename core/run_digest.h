@@ -37,8 +37,8 @@ struct CheckDigest {
   std::string_view experiment;
   std::string_view output;
   std::string_view message;
-  // The check's line as the writer writes it (no newline): set when the line was in
-  // canonical form, empty when `record` holds the check instead.
+  // The check's line as the writer writes it (no newline; in its text a '\n' follows
+  // it): set when the line was in canonical form, empty when `record` holds the check.
   std::string_view line;
   const CheckRecord* record = nullptr;  // the check read in full (owned by the RunDigest), or null
   CheckStatus status = CheckStatus::k_pass;

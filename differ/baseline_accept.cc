@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -238,37 +239,73 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
   return outcome;
 }
 
-// write_run's text of `accepted`, appended to `out`; `flush(out)` takes (and clears)
-// what is there whenever it holds `chunk` bytes or more, and once at the end. Lines
-// read in canonical form are copied as they are; others are written from their record.
-template <typename Flush>
-void put_accepted(const AcceptedDigests& accepted, std::string& out, size_t chunk, Flush&& flush) {
-  out += header_to_json_line(accepted.header);
-  out += '\n';
+// Where put_accepted's text goes: appended to a string, or written to a file in
+// batches of pieces that point into the digests' text (no copy of a gigabyte of lines).
+class AcceptedSink {
+ public:
+  explicit AcceptedSink(std::string& text) : m_text(&text) {}
+  explicit AcceptedSink(AtomicFile& file) : m_file(&file) {}
+
+  // `piece` stays where it is until flush().
+  void add(std::string_view piece) {
+    if (m_text != nullptr) {
+      m_text->append(piece);
+      return;
+    }
+    m_pieces.push_back(piece);
+    if (m_pieces.size() >= k_batch) {
+      flush();
+    }
+  }
+  void add_owned(std::string piece) {
+    if (m_text != nullptr) {
+      m_text->append(piece);
+      return;
+    }
+    m_owned.push_back(std::move(piece));
+    add(m_owned.back());
+  }
+  void flush() {
+    if (m_file != nullptr && !m_pieces.empty()) {
+      m_file->write(m_pieces);
+    }
+    m_pieces.clear();
+    m_owned.clear();
+  }
+
+ private:
+  static constexpr size_t k_batch = 8192;
+  std::string* m_text = nullptr;
+  AtomicFile* m_file = nullptr;
+  std::vector<std::string_view> m_pieces;
+  std::deque<std::string> m_owned;  // pieces made here (deque: they do not move)
+};
+
+// write_run's text of `accepted`. Lines read in canonical form are copied as they are
+// (with the newline that follows them in their text); others are written from their record.
+void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
+  out.add_owned(header_to_json_line(accepted.header) + "\n");
   for (const CheckDigest* check : accepted.checks) {
     if (check->record != nullptr) {
-      out += check_to_json_line(*check->record);
+      out.add_owned(check_to_json_line(*check->record) + "\n");
     } else {
-      out += check->line;
-    }
-    out += '\n';
-    if (out.size() >= chunk) {
-      flush(out);
+      out.add(std::string_view(check->line.data(), check->line.size() + 1));
     }
   }
   const auto& checks = accepted.checks;
-  out += summary_to_json_line(summarize_keys(accepted.header, checks.size(), [&checks](size_t i) {
-    return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
-  }));
-  out += '\n';
-  flush(out);
+  out.add_owned(summary_to_json_line(summarize_keys(accepted.header, checks.size(), [&checks](size_t i) {
+                  return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
+                })) +
+                "\n");
+  out.flush();
 }
 
 }  // namespace
 
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   std::string text;
-  put_accepted(accept_digests(digest_view(run), digest_view(base), globs), text, SIZE_MAX, [](std::string&) {});
+  AcceptedSink sink(text);
+  put_accepted(accept_digests(digest_view(run), digest_view(base), globs), sink);
   return text;
 }
 
@@ -277,11 +314,8 @@ void write_accepted_baseline(const std::string& path, const RunDigest& run, cons
   // A proposal, derived from the run and the stored baseline, which both stay: atomic
   // for readers, without the fsync of a gigabyte (core/atomic_file.h).
   AtomicFile file(path, Durability::k_replace);
-  std::string chunk;
-  put_accepted(accept_digests(run, base, globs), chunk, size_t{1} << 20, [&file](std::string& text) {
-    file.write(text);
-    text.clear();
-  });
+  AcceptedSink sink(file);
+  put_accepted(accept_digests(run, base, globs), sink);
   file.commit();
 }
 

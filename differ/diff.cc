@@ -196,6 +196,12 @@ std::string ExperimentChange::note() const {
   return what + " changed (" + short_hash(before) + " -> " + short_hash(after) + ")";
 }
 
+void QuietChecks::reserve(size_t count, size_t id_bytes) {
+  m_ids.reserve(count);
+  m_experiment_of.reserve(count);
+  m_text.reserve(id_bytes);
+}
+
 void QuietChecks::add(std::string_view id, std::string_view experiment) {
   m_ids.emplace_back(m_text.size(), id.size());
   m_text.append(id.data(), id.size());
@@ -273,25 +279,31 @@ DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const Diff
     return now.status == baseline.checks[pair.was].status &&
            (changed_experiments.empty() || changed_experiments.count(now.experiment) == 0);
   };
-  // Pass 2, once per class in severity order: the entries, built in place.
+  // Pass 2: quiet checks are named in id order; the others, few, are listed by class
+  // severity, then id.
   for (DiffClass diff_class : all_diff_classes()) {
     result.counts[diff_class] = 0;
   }
-  size_t listed = 0;
+  std::vector<std::vector<size_t>> listed(all_diff_classes().size());  // pair indices per class
+  size_t quiet_bytes = 0;
   for (const Pair& pair : pairs) {
+    if (pair.diff_class == DiffClass::k_unchanged && quiet(pair)) {
+      quiet_bytes += run.checks[pair.now].id.size();
+    }
+  }
+  result.quiet.reserve(pairs.size(), quiet_bytes);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Pair& pair = pairs[i];
     if (pair.diff_class == DiffClass::k_unchanged && quiet(pair)) {
       result.quiet.add(run.checks[pair.now].id, run.checks[pair.now].experiment);
     } else {
-      ++listed;
+      listed[static_cast<size_t>(pair.diff_class)].push_back(i);
     }
   }
   result.counts[DiffClass::k_unchanged] = static_cast<int64_t>(result.quiet.size());
-  result.checks.reserve(listed);
   for (DiffClass diff_class : all_diff_classes()) {
-    for (const Pair& pair : pairs) {
-      if (pair.diff_class != diff_class || (diff_class == DiffClass::k_unchanged && quiet(pair))) {
-        continue;
-      }
+    for (size_t i : listed[static_cast<size_t>(diff_class)]) {
+      const Pair& pair = pairs[i];
       if (pair.was == k_none) {
         result.checks.push_back(new_check(run.checks[pair.now]));
       } else if (pair.now == k_none) {

@@ -87,6 +87,8 @@ struct CheckDiff {
 class QuietChecks {
  public:
   void add(std::string_view id, std::string_view experiment);
+  // Room for `count` checks whose ids take `id_bytes` in all.
+  void reserve(size_t count, size_t id_bytes);
   size_t size() const { return m_ids.size(); }
   bool empty() const { return m_ids.empty(); }
   std::string_view id(size_t i) const { return std::string_view(m_text).substr(m_ids[i].first, m_ids[i].second); }
