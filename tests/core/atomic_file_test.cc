@@ -1,10 +1,17 @@
 #include "core/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -73,6 +80,62 @@ TEST(AtomicFile, AFullDeviceIsAnErrorThatSaysSo) {
     EXPECT_EQ(std::string(e.what()), std::string("/dev/full: cannot write (") + std::strerror(ENOSPC) + ")");
   }
   EXPECT_THROW(file.commit(), Error);  // nothing to finish after a failure
+}
+
+TEST(AtomicFile, ManyPiecesAreWrittenInOrderAsOneFile) {
+  test::TempDir dir;
+  // More pieces than one writev takes (1024), empty ones among them, and one large piece.
+  std::vector<std::string> texts;
+  std::string expected;
+  for (int i = 0; i < 5000; ++i) {
+    texts.push_back(i % 7 == 0 ? std::string()
+                               : std::string(static_cast<size_t>(i % 300), static_cast<char>('a' + i % 26)));
+  }
+  texts.push_back(std::string(3 << 20, 'z'));
+  std::vector<std::string_view> pieces;
+  for (const auto& text : texts) {
+    pieces.push_back(text);
+    expected += text;
+  }
+  for (Durability durability : {Durability::k_durable, Durability::k_replace}) {
+    AtomicFile file(dir / "out.jsonl", durability);
+    file.write(pieces);
+    file.write(std::vector<std::string_view>{});
+    file.write(std::vector<std::string_view>{"", "", "end"});
+    file.commit();
+    EXPECT_EQ(read_file(dir / "out.jsonl"), expected + "end");
+    EXPECT_EQ(files_in(dir.path()), 1u);  // no temporary file left
+  }
+}
+
+TEST(AtomicFile, PiecesCutShortByAFullDiskLeaveNothing) {
+  test::TempDir dir;
+  std::string path = dir / "out.jsonl";
+  // In a child: files limited to 100 kB, so a writev of 300 kB writes part and the next
+  // one fails (EFBIG, as a full disk fails with ENOSPC).
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit {};
+    limit.rlim_cur = limit.rlim_max = 100000;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::string text(1000, 'x');
+    std::vector<std::string_view> pieces(300, text);
+    try {
+      AtomicFile file(path, Durability::k_replace);
+      file.write(pieces);
+      file.commit();
+    } catch (const Error& e) {
+      bool said = std::string(e.what()) == path + ": cannot write (" + std::strerror(EFBIG) + "); nothing was changed";
+      ::_exit(said && !std::filesystem::exists(path) && files_in(dir.path()) == 0 ? 0 : 3);
+    }
+    ::_exit(4);  // the write succeeded
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: wrong message or a file left; 4: no error";
 }
 
 }  // namespace
