@@ -175,10 +175,9 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
         std::string_view id = leading_id(line);
         if (!id.empty()) {
           if (!positioned) {
-            pos = static_cast<size_t>(
-                std::partition_point(known->begin(), known->end(),
-                                     [id](const CheckDigest& c) { return text_less(c.id, id); }) -
-                known->begin());
+            pos = static_cast<size_t>(std::partition_point(known->begin(), known->end(),
+                                                           [id](const CheckDigest& c) { return text_less(c.id, id); }) -
+                                      known->begin());
             positioned = true;
           }
           while (pos < known->size() && text_less((*known)[pos].id, id)) {
@@ -271,8 +270,8 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
   const auto& first = parts[0];
   const auto& second = parts[1];
   while (a < first.checks.size() || b < second.checks.size()) {
-    bool take_first = b == second.checks.size() ||
-                      (a < first.checks.size() && text_less(first.checks[a].id, second.checks[b].id));
+    bool take_first =
+        b == second.checks.size() || (a < first.checks.size() && text_less(first.checks[a].id, second.checks[b].id));
     const CheckDigest& check = take_first ? first.checks[a++] : second.checks[b++];
     if (!digest.checks.empty() && !text_less(digest.checks.back().id, check.id)) {
       return std::nullopt;  // a repeated id

@@ -69,7 +69,7 @@ struct RunDigest {
   // What the views point into; keep the digest (not a copy of its vectors) alive while they are used.
   std::shared_ptr<const RunBytes> bytes;
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
-  std::shared_ptr<const RunFile> run;                      // a digest made of a parsed run (digest_of)
+  std::shared_ptr<const RunFile> run;                       // a digest made of a parsed run (digest_of)
 };
 
 // Reads `path` as read_run_file does (same acceptance, same errors), on two threads.

@@ -293,9 +293,11 @@ void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
     }
   }
   const auto& checks = accepted.checks;
-  out.add_owned(summary_to_json_line(summarize_keys(accepted.header, checks.size(), [&checks](size_t i) {
-                  return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
-                })) +
+  out.add_owned(summary_to_json_line(
+                    summarize_keys(accepted.header, checks.size(),
+                                   [&checks](size_t i) {
+                                     return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
+                                   })) +
                 "\n");
   out.flush();
 }

@@ -135,15 +135,9 @@ std::shared_ptr<const Localization> localization_of(const CheckDigest& check) {
 
 // The entry of a check in both files, of class `diff_class` (classify()'s).
 CheckDiff compare(const CheckDigest& before, const CheckDigest& after, DiffClass diff_class) {
-  CheckDiff diff{std::string(after.id),
-                 std::string(after.experiment),
-                 diff_class,
-                 before.status,
-                 after.status,
-                 max_abs_of(before),
-                 max_abs_of(after),
-                 std::string(after.message),
-                 {}};
+  CheckDiff diff{
+      std::string(after.id), std::string(after.experiment), diff_class, before.status, after.status, max_abs_of(before),
+      max_abs_of(after),     std::string(after.message),    {}};
   diff.localization = localization_of(after);
   if (diff.diff_class == DiffClass::k_unchanged && before.status != after.status) {
     diff.notes.push_back(std::string("status changed (") + to_string(before.status) + " -> " + to_string(after.status) +
@@ -224,15 +218,28 @@ int64_t DiffResult::count(DiffClass diff_class) const {
 namespace {
 
 CheckDiff new_check(const CheckDigest& check) {
-  CheckDiff diff{std::string(check.id), std::string(check.experiment), DiffClass::k_new, std::nullopt, check.status,
-                 std::nullopt,          max_abs_of(check),             std::string(check.message), {}};
+  CheckDiff diff{std::string(check.id),
+                 std::string(check.experiment),
+                 DiffClass::k_new,
+                 std::nullopt,
+                 check.status,
+                 std::nullopt,
+                 max_abs_of(check),
+                 std::string(check.message),
+                 {}};
   diff.localization = localization_of(check);
   return diff;
 }
 
 CheckDiff missing_check(const CheckDigest& check) {
-  return {std::string(check.id), std::string(check.experiment), DiffClass::k_missing,       check.status,
-          std::nullopt,          max_abs_of(check),             std::nullopt,               std::string(check.message),
+  return {std::string(check.id),
+          std::string(check.experiment),
+          DiffClass::k_missing,
+          check.status,
+          std::nullopt,
+          max_abs_of(check),
+          std::nullopt,
+          std::string(check.message),
           {}};
 }
 

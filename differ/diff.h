@@ -95,17 +95,17 @@ class QuietChecks {
   const std::string& experiment(size_t i) const { return m_experiments[m_experiment_of[i]]; }
 
  private:
-  std::string m_text;                                 // the ids, one after the other
-  std::vector<std::pair<size_t, size_t>> m_ids;      // (offset, length) in m_text, in id order
-  std::vector<std::string> m_experiments;            // distinct experiment names
-  std::vector<uint32_t> m_experiment_of;             // index into m_experiments per id
+  std::string m_text;                            // the ids, one after the other
+  std::vector<std::pair<size_t, size_t>> m_ids;  // (offset, length) in m_text, in id order
+  std::vector<std::string> m_experiments;        // distinct experiment names
+  std::vector<uint32_t> m_experiment_of;         // index into m_experiments per id
 };
 
 struct DiffResult {
   // Every check but the quiet ones: by class severity, then check id. An unchanged
   // check is here when it has a note (status changed, model changed).
   std::vector<CheckDiff> checks;
-  QuietChecks quiet;                                  // unchanged checks without a note, by id
+  QuietChecks quiet;                                 // unchanged checks without a note, by id
   std::map<DiffClass, int64_t> counts;               // every class present, zero included; quiet ones too
   std::vector<ExperimentChange> experiment_changes;  // by experiment, then what
   std::string environment_changes;                   // baseline -> run; "" when the environments match
