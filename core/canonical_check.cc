@@ -299,7 +299,7 @@ bool timings_tail(Cursor& in) {
 bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest) {
   size_t prefix = like.timings_at;
   if (prefix == 0 || like.record != nullptr || line.size() <= prefix || line.back() != '}' ||
-      !same_bytes(line.data(), like.line.data(), prefix)) {
+      std::memcmp(line.data(), like.line.data(), prefix) != 0) {  // long: libc's vector memcmp
     return false;
   }
   Cursor tail(line.substr(prefix));
