@@ -306,16 +306,12 @@ bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest
   if (!timings_tail(tail)) {
     return false;
   }
-  // The same bytes up to the timings: the same values, at the same offsets in this line.
-  auto moved = [&](std::string_view view) {
-    return std::string_view(line.data() + (view.data() - like.line.data()), view.size());
-  };
+  // The same bytes up to the timings: the same values. The message is viewed at its
+  // offset in this line; id, experiment and output stay like's views (the same text).
   digest = like;
-  digest.id = moved(like.id);
-  digest.experiment = moved(like.experiment);
-  digest.output = moved(like.output);
-  digest.message = moved(like.message);
+  digest.message = std::string_view(line.data() + (like.message.data() - like.line.data()), like.message.size());
   digest.line = line;
+  digest.twin = CheckDigest::k_no_twin;
   return true;
 }
 

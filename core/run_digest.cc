@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -134,12 +135,54 @@ bool order_ids(RunDigest& digest) {
   return true;
 }
 
+uint64_t next_serial() {
+  static std::atomic<uint64_t> serial{0};
+  return ++serial;
+}
+
+// Copies of short texts in blocks that never move (views into them stay valid).
+class NameArena {
+ public:
+  std::string_view keep(std::string_view text) {
+    if (text.size() > m_left) {
+      size_t size = std::max(k_block, text.size());
+      m_blocks.push_back(std::make_unique<char[]>(size));
+      m_at = m_blocks.back().get();
+      m_left = size;
+    }
+    std::memcpy(m_at, text.data(), text.size());
+    std::string_view kept(m_at, text.size());
+    m_at += text.size();
+    m_left -= text.size();
+    return kept;
+  }
+  std::vector<std::unique_ptr<char[]>>& blocks() { return m_blocks; }
+
+ private:
+  static constexpr size_t k_block = size_t{1} << 20;
+  std::vector<std::unique_ptr<char[]>> m_blocks;
+  char* m_at = nullptr;
+  size_t m_left = 0;
+};
+
 // The check lines of one slice of a file, read on one thread.
 struct Part {
   std::vector<CheckDigest> checks;                          // in id order
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
+  NameArena names;                                          // ids, experiments and outputs of `checks`
   bool refused = false;                                     // the strict reader must decide
 };
+
+// Moves the check's id, experiment and output views into `names` (experiment and output
+// shared with the previous check's when equal: neighbours mostly are).
+void keep_names(CheckDigest& check, const CheckDigest* previous, NameArena& names) {
+  check.id = names.keep(check.id);
+  check.experiment = previous != nullptr && same_text(previous->experiment, check.experiment)
+                         ? previous->experiment
+                         : names.keep(check.experiment);
+  check.output =
+      previous != nullptr && same_text(previous->output, check.output) ? previous->output : names.keep(check.output);
+}
 
 // The id a check line starts with as the writer writes it, or "" (the line is then
 // read on its own). A wrong guess (an escaped quote) only costs the fast path.
@@ -171,6 +214,7 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
         continue;
       }
       CheckDigest& check = part.checks.emplace_back();
+      const CheckDigest* previous = part.checks.size() >= 2 ? &part.checks[part.checks.size() - 2] : nullptr;
       if (known != nullptr) {
         std::string_view id = leading_id(line);
         if (!id.empty()) {
@@ -184,12 +228,16 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
             ++pos;
           }
           if (pos < known->size() && same_text((*known)[pos].id, id) && read_check_like(line, (*known)[pos], check)) {
+            check.twin = static_cast<uint32_t>(pos);
             ++pos;
+            keep_names(check, previous, part.names);
             continue;
           }
         }
       }
-      if (!read_canonical_check(line, check)) {
+      if (read_canonical_check(line, check)) {
+        keep_names(check, previous, part.names);
+      } else {
         auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
         fill_from_record(check, *record);
         part.records.push_back(std::move(record));
@@ -286,7 +334,12 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
     for (auto& record : part.records) {
       digest.records.push_back(std::move(record));
     }
+    for (auto& block : part.names.blocks()) {
+      digest.names.push_back(std::move(block));
+    }
   }
+  digest.serial = next_serial();
+  digest.like_serial = like != nullptr ? like->serial : 0;
   const auto& checks = digest.checks;
   RunSummary derived = summarize_keys(digest.header, checks.size(), [&checks](size_t i) {
     return CheckKey{checks[i].experiment, checks[i].output, checks[i].status};
@@ -325,6 +378,7 @@ RunDigest digest_view(const RunFile& run) {
   }
   // A parsed run has unique ids (parse_run refuses repeats); one built by hand is taken as it is.
   order_ids(digest);
+  digest.serial = next_serial();
   return digest;
 }
 

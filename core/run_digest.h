@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/record.h"
+#include "core/text_compare.h"
 
 namespace driftgate {
 
@@ -47,6 +48,10 @@ struct CheckDigest {
   // Canonical lines: the bytes before the "timings_ms" member (the rest of the line is
   // timings only); 0 otherwise.
   uint32_t timings_at = 0;
+  // Read with a `like` digest (read_run_digest): the index in like's checks of the check
+  // that vouched for this one (the same id), or k_no_twin.
+  uint32_t twin = k_no_twin;
+  static constexpr uint32_t k_no_twin = UINT32_MAX;
 };
 
 // The text a digest's `line` views point into: a read-only mapping of the file, or
@@ -66,8 +71,16 @@ struct RunDigest {
   // The permutation of `checks` in id order (ids are unique: the reader refuses repeats).
   std::vector<size_t> id_order;
 
+  // Which digest this is, and which one vouched for its lines (`like`): twins refer to it.
+  uint64_t serial = 0;
+  uint64_t like_serial = 0;  // 0: none
+
   // What the views point into; keep the digest (not a copy of its vectors) alive while they are used.
   std::shared_ptr<const RunBytes> bytes;
+  // Ids, experiment and output names of checks read from a file, copied together while
+  // each line was at hand: later passes (sorts, merges, summaries) touch these few
+  // megabytes instead of a cache line of the mapped file per check.
+  std::vector<std::unique_ptr<char[]>> names;
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
   std::shared_ptr<const RunFile> run;                       // a digest made of a parsed run (digest_of)
 };
@@ -85,6 +98,40 @@ RunDigest digest_of(std::shared_ptr<const RunFile> run);
 // The same over a run the caller keeps alive while the digest is used.
 RunDigest digest_view(const RunFile& run);
 
+// Walks the checks of `run` and `baseline` (each in id order, `id_order`) together in id
+// order: `visit(r, b)` once per id, with the indices into their `checks` and SIZE_MAX
+// for the side that lacks it. When `baseline` was read with `run` as its `like`, the
+// twins pair checks without comparing their ids.
+template <typename Visit>
+void merge_by_id(const RunDigest& run, const RunDigest& baseline, Visit&& visit) {
+  const std::vector<size_t>& run_order = run.id_order;
+  const std::vector<size_t>& base_order = baseline.id_order;
+  const bool twins = baseline.like_serial != 0 && baseline.like_serial == run.serial;
+  size_t r = 0;
+  size_t b = 0;
+  while (r < run_order.size() || b < base_order.size()) {
+    if (r == run_order.size()) {
+      visit(SIZE_MAX, base_order[b++]);
+      continue;
+    }
+    if (b == base_order.size()) {
+      visit(run_order[r++], SIZE_MAX);
+      continue;
+    }
+    const CheckDigest& now = run.checks[run_order[r]];
+    const CheckDigest& was = baseline.checks[base_order[b]];
+    if (twins && was.twin == run_order[r]) {
+      visit(run_order[r++], base_order[b++]);
+    } else if (text_less(now.id, was.id)) {
+      visit(run_order[r++], SIZE_MAX);
+    } else if (text_less(was.id, now.id)) {
+      visit(SIZE_MAX, base_order[b++]);
+    } else {
+      visit(run_order[r++], base_order[b++]);
+    }
+  }
+}
+
 // The check's line as the writer writes it: `line` when set, else check_to_json_line(*record).
 std::string check_line_of(const CheckDigest& check);
 
@@ -98,6 +145,8 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest);
 // read_canonical_check would accept it with like's values, and `digest` is like's with
 // views into `line`. False otherwise. A baseline line identical to the run's line for
 // the same check (the common case) is so vouched for without being scanned again.
+// The digest's message and line view `line`; its id, experiment and output are like's
+// views (equal text), so `like` must outlive it unless the caller copies them.
 bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest);
 
 }  // namespace driftgate

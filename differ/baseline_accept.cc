@@ -12,7 +12,6 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/id_order.h"
-#include "core/text_compare.h"
 #include "differ/baseline_store.h"
 
 namespace driftgate {
@@ -213,20 +212,10 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
     }
   }
   // One merge of both files in id order: the result comes out sorted, as a canonical baseline is.
-  const std::vector<size_t>& from_run = run.id_order;
-  const std::vector<size_t>& from_base = base.id_order;
-  outcome.checks.reserve(std::max(from_run.size(), from_base.size()));
-  size_t r = 0;
-  size_t b = 0;
-  while (r < from_run.size() || b < from_base.size()) {
-    const CheckDigest* now = r < from_run.size() ? &run.checks[from_run[r]] : nullptr;
-    const CheckDigest* was = b < from_base.size() ? &base.checks[from_base[b]] : nullptr;
-    bool take_run = was == nullptr || (now != nullptr && !text_less(was->id, now->id));
-    bool take_base = now == nullptr || (was != nullptr && !text_less(now->id, was->id));
-    r += take_run ? 1 : 0;
-    b += take_base ? 1 : 0;
-    const CheckDigest* in_run = take_run ? now : nullptr;
-    const CheckDigest* in_base = take_base ? was : nullptr;
+  outcome.checks.reserve(std::max(run.checks.size(), base.checks.size()));
+  merge_by_id(run, base, [&](size_t now, size_t was) {
+    const CheckDigest* in_run = now != SIZE_MAX ? &run.checks[now] : nullptr;
+    const CheckDigest* in_base = was != SIZE_MAX ? &base.checks[was] : nullptr;
     std::string_view id = in_run != nullptr ? in_run->id : in_base->id;
     if (!matches_any(id, globs)) {
       if (in_base != nullptr) {
@@ -235,7 +224,7 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
     } else if (in_run != nullptr) {
       outcome.checks.push_back(in_run);
     }
-  }
+  });
   return outcome;
 }
 

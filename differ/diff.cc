@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "core/text_compare.h"
 
 namespace driftgate {
 
@@ -248,10 +247,8 @@ CheckDiff missing_check(const CheckDigest& check) {
 DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const DiffOptions& options) {
   DiffResult result;
   // One merge of both files in id order (ids are unique within a file: the readers
-  // refuse repeats), then a stable pass by class: the (class, id) order of the
+  // refuse repeats; merge_by_id), then a pass by class: the (class, id) order of the
   // report without comparing a million ids twice or hashing them.
-  const std::vector<size_t>& run_order = run.id_order;
-  const std::vector<size_t>& base_order = baseline.id_order;
   // Pass 1: the pairs (run index, baseline index; npos for none) in id order, and their classes.
   constexpr size_t k_none = SIZE_MAX;
   struct Pair {
@@ -261,19 +258,12 @@ DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const Diff
   };
   std::vector<Pair> pairs;
   pairs.reserve(std::max(run.checks.size(), baseline.checks.size()));
-  size_t r = 0;
-  size_t b = 0;
-  while (r < run_order.size() || b < base_order.size()) {
-    const CheckDigest* now = r < run_order.size() ? &run.checks[run_order[r]] : nullptr;
-    const CheckDigest* was = b < base_order.size() ? &baseline.checks[base_order[b]] : nullptr;
-    if (was == nullptr || (now != nullptr && text_less(now->id, was->id))) {
-      pairs.push_back({run_order[r++], k_none, DiffClass::k_new});
-    } else if (now == nullptr || text_less(was->id, now->id)) {
-      pairs.push_back({k_none, base_order[b++], DiffClass::k_missing});
-    } else {
-      pairs.push_back({run_order[r++], base_order[b++], classify(*was, *now, options)});
-    }
-  }
+  merge_by_id(run, baseline, [&](size_t now, size_t was) {
+    DiffClass diff_class = was == k_none   ? DiffClass::k_new
+                           : now == k_none ? DiffClass::k_missing
+                                           : classify(baseline.checks[was], run.checks[now], options);
+    pairs.push_back({now, was, diff_class});
+  });
   result.experiment_changes = experiment_changes(run.header, baseline.header);
   std::set<std::string_view> changed_experiments;
   for (const auto& change : result.experiment_changes) {
