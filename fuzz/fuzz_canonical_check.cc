@@ -1,0 +1,99 @@
+// libFuzzer target: the canonical check-line reader (core/canonical_check.cc,
+// read_canonical_check), the fast path of read_run_digest.
+//
+// The input is one check line. Whenever the canonical reader accepts it, the strict
+// per-line reader (parse_check_line: simdjson, then nlohmann, as read_run_file reads a
+// check line) and the DOM reader alone (parse_run_dom_only, on a run built around the
+// line) must accept it too, with the same id, experiment, output, status, message and
+// max_abs; and the digest must view the line itself. Anything else aborts.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "core/check_json.h"
+#include "core/error.h"
+#include "core/record.h"
+#include "core/run_digest.h"
+
+namespace {
+
+using driftgate::CheckDigest;
+using driftgate::CheckRecord;
+
+bool same_number(double a, double b) {
+  return std::isnan(a) ? std::isnan(b) : (a == b && std::signbit(a) == std::signbit(b));
+}
+
+bool same_values(const CheckDigest& digest, const CheckRecord& check) {
+  return digest.id == check.id && digest.experiment == check.experiment && digest.output == check.output &&
+         digest.status == check.status && digest.message == check.message &&
+         digest.has_stats == check.stats.has_value() &&
+         (!check.stats || same_number(digest.max_abs, check.stats->max_abs));
+}
+
+std::optional<CheckRecord> strict_check(std::string_view line) {
+  static driftgate::CheckLineParser parser;
+  try {
+    return driftgate::parse_check_line(line, parser);
+  } catch (const driftgate::Error&) {
+    return std::nullopt;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The line read by parse_run_dom_only inside the smallest run that holds the
+// experiment, output and status the digest claims (other values: the summary differs).
+std::optional<CheckRecord> dom_check(const std::string& line, const CheckDigest& digest) {
+  driftgate::RunHeader header;
+  header.tool_version = "fuzz";
+  header.commit.sha = "0123456789abcdef0123456789abcdef01234567";
+  driftgate::ExperimentHeader experiment;
+  experiment.name = std::string(digest.experiment);
+  experiment.inputs = {"i"};
+  experiment.reference = "r";
+  experiment.targets = {"t"};
+  header.experiments.push_back(experiment);
+  driftgate::RunSummary summary = driftgate::summarize_keys(header, 1, [&](size_t) {
+    return driftgate::CheckKey{digest.experiment, digest.output, digest.status};
+  });
+  std::istringstream in(driftgate::header_to_json_line(header) + "\n" + line + "\n" +
+                        driftgate::summary_to_json_line(summary) + "\n");
+  try {
+    driftgate::RunFile run = driftgate::parse_run_dom_only(in, "fuzz.jsonl");
+    if (run.checks.size() != 1) {
+      return std::nullopt;
+    }
+    return run.checks[0];
+  } catch (const driftgate::Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string line(reinterpret_cast<const char*>(data), size);
+  CheckDigest digest;
+  if (!driftgate::read_canonical_check(line, digest)) {
+    return 0;
+  }
+  if (digest.line.data() != line.data() || digest.line.size() != line.size() || digest.record != nullptr) {
+    std::abort();  // the digest of a canonical line views the line itself
+  }
+  std::optional<CheckRecord> strict = strict_check(line);
+  if (!strict || !same_values(digest, *strict)) {
+    std::abort();  // accepted what read_run_file's check reader refuses or reads otherwise
+  }
+  std::optional<CheckRecord> dom = dom_check(line, digest);
+  if (!dom || !same_values(digest, *dom)) {
+    std::abort();  // accepted what the DOM reader refuses or reads otherwise
+  }
+  return 0;
+}
