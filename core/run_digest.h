@@ -7,10 +7,12 @@
 // message and max_abs, the proposed baseline copies the line itself.
 //
 // read_run_digest maps the file and keeps, per check, views into its bytes:
-//   - a line in the canonical form check_to_json_line writes (printable ASCII, the
-//     writer's key order and number forms, no tier-2/3 or mitigation members: nearly
-//     every line of a real run) is read by one pass that mirrors the writer
-//     (canonical_check.cc) and validates every value's type and grammar as it goes;
+//   - a line in the canonical layout check_to_json_line writes (printable ASCII, the
+//     writer's members in its order, no tier-2/3 or mitigation members: nearly every
+//     line of a real run) is read by one pass that mirrors the writer
+//     (canonical_check.cc) and validates every value's type and grammar as it goes.
+//     Numbers may be in any JSON form within its limits (1e-5 as well as the writer's
+//     1e-05): a hand-edited line reads to the same values, and is copied as it is;
 //   - any other line is read in full by the reader read_run_file uses (simdjson fast
 //     path, then the strict nlohmann reader), and its digest points into that record.
 // The acceptance contract is read_run_file's: a file is accepted only when
@@ -38,8 +40,8 @@ struct CheckDigest {
   std::string_view experiment;
   std::string_view output;
   std::string_view message;
-  // The check's line as the writer writes it (no newline; in its text a '\n' follows
-  // it): set when the line was in canonical form, empty when `record` holds the check.
+  // The check's line as it was read (no newline; in its text a '\n' follows it): set
+  // when the line was in canonical layout, empty when `record` holds the check.
   std::string_view line;
   const CheckRecord* record = nullptr;  // the check read in full (owned by the RunDigest), or null
   CheckStatus status = CheckStatus::k_pass;
@@ -132,7 +134,8 @@ void merge_by_id(const RunDigest& run, const RunDigest& baseline, Visit&& visit)
   }
 }
 
-// The check's line as the writer writes it: `line` when set, else check_to_json_line(*record).
+// The check's line: `line` as it was read when set (the writer's bytes for every line
+// driftgate wrote; a hand edit's number forms are kept), else check_to_json_line(*record).
 std::string check_line_of(const CheckDigest& check);
 
 // Reads one check line in the canonical form (see above) into `digest`, with views

@@ -270,8 +270,9 @@ class AcceptedSink {
   std::deque<std::string> m_owned;  // pieces made here (deque: they do not move)
 };
 
-// write_run's text of `accepted`. Lines read in canonical form are copied as they are
-// (with the newline that follows them in their text); others are written from their record.
+// write_run's text of `accepted`. Lines read in canonical layout are copied as they
+// were read (with the newline that follows them in their text); others are written
+// from their record.
 void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
   out.add_owned(header_to_json_line(accepted.header) + "\n");
   for (const CheckDigest* check : accepted.checks) {

@@ -58,7 +58,9 @@ std::string accepted_baseline_text(const RunFile& run, const RunFile& base, cons
 void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
                              const std::vector<std::string>& globs);
 // The same from digests (what `driftgate diff` holds): check lines read in canonical
-// form are copied as they are, the others written from their records.
+// layout are copied as they were read (for files driftgate wrote, the same bytes; a
+// hand-edited number keeps its form, with the same value), the others written from
+// their records.
 void write_accepted_baseline(const std::string& path, const RunDigest& run, const RunDigest& base,
                              const std::vector<std::string>& globs);
 
