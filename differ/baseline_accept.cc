@@ -11,7 +11,6 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/id_order.h"
 #include "differ/baseline_store.h"
 
 namespace driftgate {
@@ -95,111 +94,18 @@ bool matches_any(std::string_view id, const std::vector<std::string>& globs) {
 
 namespace {
 
-// The checks of `run` in id order (ids are unique: parse_run rejects duplicates).
-std::vector<const CheckRecord*> by_id(const RunFile& run) {
-  std::vector<const CheckRecord*> checks;
-  checks.reserve(run.checks.size());
-  for (const auto& check : run.checks) {
-    checks.push_back(&check);
-  }
-  auto id_less = [](const CheckRecord* a, const CheckRecord* b) { return a->id < b->id; };
-  // A stored baseline is canonical (sorted by id): one linear pass instead of a sort.
-  if (std::is_sorted(checks.begin(), checks.end(), id_less)) {
-    return checks;
-  }
-  std::vector<std::string_view> ids;
-  ids.reserve(run.checks.size());
-  for (const auto& check : run.checks) {
-    ids.push_back(check.id);
-  }
-  std::vector<size_t> order = id_order(ids);
-  for (size_t i = 0; i < order.size(); ++i) {
-    checks[i] = &run.checks[order[i]];
-  }
-  return checks;
-}
-
-}  // namespace
-
-namespace {
-
-// What accepting `globs` makes of `base`: the header and the chosen records (pointers
-// into `run` and `base`, in id order), with the accepted and removed ids.
-struct Accepted {
+// What accepting `globs` makes of `base`: the header (the run's, shard 0 of 1, plus
+// experiments only `base` knows) and the chosen checks in id order, pointers into
+// both digests; with the accepted and removed ids when asked.
+struct AcceptedDigests {
   RunHeader header;
-  std::vector<const CheckRecord*> checks;
+  std::vector<const CheckDigest*> checks;
   std::vector<std::string> accepted;
   std::vector<std::string> removed;
 };
 
-// `list_ids`: fill `accepted` and `removed` (the proposed baseline's text needs neither).
-Accepted accept(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs, bool list_ids) {
-  Accepted outcome;
-  outcome.header = run.header;
-  outcome.header.shard = ShardInfo{};
-  for (const auto& experiment : base.header.experiments) {
-    auto& experiments = outcome.header.experiments;
-    bool known = std::any_of(experiments.begin(), experiments.end(),
-                             [&](const ExperimentHeader& e) { return e.name == experiment.name; });
-    if (!known) {
-      experiments.push_back(experiment);
-    }
-  }
-  // One merge of both files in id order: the result comes out sorted, as a
-  // canonical baseline is, without a map of a million ids or a second sort.
-  std::vector<const CheckRecord*> from_run = by_id(run);
-  std::vector<const CheckRecord*> from_base = by_id(base);
-  outcome.checks.reserve(std::max(from_run.size(), from_base.size()));
-  size_t r = 0;
-  size_t b = 0;
-  while (r < from_run.size() || b < from_base.size()) {
-    bool take_run = b == from_base.size() || (r < from_run.size() && from_run[r]->id <= from_base[b]->id);
-    bool take_base = r == from_run.size() || (b < from_base.size() && from_base[b]->id <= from_run[r]->id);
-    const CheckRecord* in_run = take_run ? from_run[r++] : nullptr;
-    const CheckRecord* in_base = take_base ? from_base[b++] : nullptr;
-    const std::string& id = in_run != nullptr ? in_run->id : in_base->id;
-    if (!matches_any(id, globs)) {
-      if (in_base != nullptr) {
-        outcome.checks.push_back(in_base);
-      }
-    } else if (in_run != nullptr) {
-      outcome.checks.push_back(in_run);
-      if (list_ids) {
-        outcome.accepted.push_back(id);
-      }
-    } else if (list_ids) {
-      outcome.removed.push_back(id);
-    }
-  }
-  return outcome;
-}
-
-}  // namespace
-
-AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  Accepted accepted = accept(run, base, globs, true);
-  AcceptOutcome outcome;
-  outcome.baseline.header = std::move(accepted.header);
-  outcome.baseline.checks.reserve(accepted.checks.size());
-  for (const CheckRecord* check : accepted.checks) {
-    outcome.baseline.checks.push_back(*check);
-  }
-  outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
-  outcome.accepted = std::move(accepted.accepted);
-  outcome.removed = std::move(accepted.removed);
-  return outcome;
-}
-
-namespace {
-
-// What accepting `globs` makes of `base`, from digests: the header and the chosen
-// checks in id order, as accept() chooses them.
-struct AcceptedDigests {
-  RunHeader header;
-  std::vector<const CheckDigest*> checks;
-};
-
-AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs) {
+AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs,
+                               bool list_ids) {
   AcceptedDigests outcome;
   outcome.header = run.header;
   outcome.header.shard = ShardInfo{};
@@ -211,7 +117,8 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
       experiments.push_back(experiment);
     }
   }
-  // One merge of both files in id order: the result comes out sorted, as a canonical baseline is.
+  // One merge of both files in id order: the result comes out sorted, as a canonical
+  // baseline is, without a map of a million ids or a second sort.
   outcome.checks.reserve(std::max(run.checks.size(), base.checks.size()));
   merge_by_id(run, base, [&](size_t now, size_t was) {
     const CheckDigest* in_run = now != SIZE_MAX ? &run.checks[now] : nullptr;
@@ -223,10 +130,34 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
       }
     } else if (in_run != nullptr) {
       outcome.checks.push_back(in_run);
+      if (list_ids) {
+        outcome.accepted.emplace_back(id);
+      }
+    } else if (list_ids) {
+      outcome.removed.emplace_back(id);
     }
   });
   return outcome;
 }
+
+}  // namespace
+
+AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
+  // Digests of parsed runs: every check points at its record.
+  AcceptedDigests accepted = accept_digests(digest_view(run), digest_view(base), globs, true);
+  AcceptOutcome outcome;
+  outcome.baseline.header = std::move(accepted.header);
+  outcome.baseline.checks.reserve(accepted.checks.size());
+  for (const CheckDigest* check : accepted.checks) {
+    outcome.baseline.checks.push_back(*check->record);
+  }
+  outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
+  outcome.accepted = std::move(accepted.accepted);
+  outcome.removed = std::move(accepted.removed);
+  return outcome;
+}
+
+namespace {
 
 // Where put_accepted's text goes: appended to a string, or written to a file in
 // batches of pieces that point into the digests' text (no copy of a gigabyte of lines).
@@ -297,7 +228,7 @@ void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   std::string text;
   AcceptedSink sink(text);
-  put_accepted(accept_digests(digest_view(run), digest_view(base), globs), sink);
+  put_accepted(accept_digests(digest_view(run), digest_view(base), globs, false), sink);
   return text;
 }
 
@@ -307,7 +238,7 @@ void write_accepted_baseline(const std::string& path, const RunDigest& run, cons
   // for readers, without the fsync of a gigabyte (core/atomic_file.h).
   AtomicFile file(path, Durability::k_replace);
   AcceptedSink sink(file);
-  put_accepted(accept_digests(run, base, globs), sink);
+  put_accepted(accept_digests(run, base, globs, false), sink);
   file.commit();
 }
 
