@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Version.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <torch/version.h>
 
@@ -49,11 +50,12 @@ std::string compiler_version() {
 #endif
 }
 
-std::string cpu_model() {
+// The first /proc/cpuinfo value of `field` ("vendor_id": GenuineIntel, AuthenticAMD).
+std::string cpuinfo_field(const std::string& field) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) != 0) {
+    if (line.rfind(field, 0) != 0) {
       continue;
     }
     auto colon = line.find(':');
@@ -62,6 +64,20 @@ std::string cpu_model() {
     }
   }
   return k_unknown;
+}
+
+// The kernel set OpenBLAS chose for this CPU ("Haswell", "Zen", "SkylakeX"): the same
+// BLAS library computes other fp32 results with another one (a baseline recorded on an
+// Intel Xeon failed bf16 checks on an AMD EPYC, both "AVX2" to ATen). "none" when the
+// loaded BLAS is not OpenBLAS.
+std::string blas_core() {
+  using CoreName = char* (*)();
+  auto corename = reinterpret_cast<CoreName>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (corename == nullptr) {
+    return "none";
+  }
+  const char* name = corename();
+  return name == nullptr || *name == '\0' ? k_unknown : std::string(name);
 }
 
 bool is_blas_library(const std::string& file_name) {
@@ -147,6 +163,8 @@ Environment probe_environment(int threads) {
   environment.keyed["cpu_isa"] = or_unknown(value_after(config, "CPU capability usage: "));
   std::string blas_path = loaded_blas_path();
   environment.keyed["blas"] = blas_path.empty() ? "none" : short_blas_name(blas_path);
+  environment.keyed["blas_core"] = blas_core();
+  environment.keyed["cpu_vendor"] = cpuinfo_field("vendor_id");
   environment.keyed["compiler"] = compiler_version();
   environment.keyed["threads"] = std::to_string(threads);
   environment.keyed["schema"] = std::to_string(k_record_schema_version);
@@ -154,7 +172,7 @@ Environment probe_environment(int threads) {
   // model, driver and CUDA version here.
   environment.keyed["device"] = "cpu";
 
-  environment.info["cpu_model"] = cpu_model();
+  environment.info["cpu_model"] = cpuinfo_field("model name");
   environment.info["blas_path"] = blas_path.empty() ? "none" : blas_path;
   environment.info["onednn_full"] = or_unknown(onednn_full);
   environment.info["tool_version"] = DRIFTGATE_VERSION;

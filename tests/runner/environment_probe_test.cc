@@ -53,6 +53,10 @@ TEST(EnvironmentProbe, FindsLibTorchOneDnnBlasAndTheRunSettings) {
   EXPECT_TRUE(is_version(environment.keyed.at("onednn"))) << environment.keyed.at("onednn");
   EXPECT_NE(environment.keyed.at("cpu_isa"), "unknown");
   EXPECT_NE(environment.keyed.at("blas"), "none");
+  // OpenBLAS is what install-deps installs: its kernel set and the CPU's vendor are keyed.
+  EXPECT_NE(environment.keyed.at("blas_core"), "none");
+  EXPECT_NE(environment.keyed.at("blas_core"), "unknown");
+  EXPECT_NE(environment.keyed.at("cpu_vendor"), "unknown");
   EXPECT_TRUE(std::filesystem::exists(environment.info.at("blas_path"))) << environment.info.at("blas_path");
   EXPECT_NE(environment.info.at("blas_path").find(environment.keyed.at("blas")), std::string::npos);
   EXPECT_TRUE(is_compiler(environment.keyed.at("compiler"))) << environment.keyed.at("compiler");
