@@ -143,8 +143,11 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
 }  // namespace
 
 AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  // Digests of parsed runs: every check points at its record.
-  AcceptedDigests accepted = accept_digests(digest_view(run), digest_view(base), globs, true);
+  // Digests of parsed runs: every check points at its record. They must outlive
+  // `accepted`, which points into them.
+  RunDigest run_digest = digest_view(run);
+  RunDigest base_digest = digest_view(base);
+  AcceptedDigests accepted = accept_digests(run_digest, base_digest, globs, true);
   AcceptOutcome outcome;
   outcome.baseline.header = std::move(accepted.header);
   outcome.baseline.checks.reserve(accepted.checks.size());
@@ -228,7 +231,9 @@ void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
 std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   std::string text;
   AcceptedSink sink(text);
-  put_accepted(accept_digests(digest_view(run), digest_view(base), globs, false), sink);
+  RunDigest run_digest = digest_view(run);
+  RunDigest base_digest = digest_view(base);
+  put_accepted(accept_digests(run_digest, base_digest, globs, false), sink);
   return text;
 }
 
