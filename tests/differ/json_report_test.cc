@@ -14,6 +14,7 @@
 namespace driftgate {
 namespace {
 
+using test::found;
 using test::make_check;
 using test::make_environment;
 using test::make_run;
@@ -21,16 +22,6 @@ using Json = nlohmann::ordered_json;
 
 const std::string k_base_sha = "0123456789abcdef0123456789abcdef01234567";
 const std::string k_run_sha = "fedcba9876543210fedcba9876543210fedcba98";
-
-BaselineSelection found(const RunFile& baseline) {
-  BaselineSelection selection;
-  selection.found = true;
-  selection.sha = baseline.header.commit.sha;
-  selection.env_key = baseline.header.environment.key();
-  selection.start_sha = baseline.header.commit.sha;
-  selection.baseline = baseline;
-  return selection;
-}
 
 // The one-DOM rendering of the same text: parse it and dump it again.
 std::string redumped(const std::string& text) {

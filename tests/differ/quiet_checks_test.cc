@@ -20,6 +20,7 @@
 namespace driftgate {
 namespace {
 
+using test::found;
 using test::make_check;
 using test::make_environment;
 using test::make_run;
@@ -27,16 +28,6 @@ using Json = nlohmann::ordered_json;
 
 const std::string k_base_sha = "0123456789abcdef0123456789abcdef01234567";
 const std::string k_run_sha = "fedcba9876543210fedcba9876543210fedcba98";
-
-BaselineSelection found(const RunFile& baseline) {
-  BaselineSelection selection;
-  selection.found = true;
-  selection.sha = baseline.header.commit.sha;
-  selection.env_key = baseline.header.environment.key();
-  selection.start_sha = baseline.header.commit.sha;
-  selection.baseline = baseline;
-  return selection;
-}
 
 // exp: five quiet passes, a quiet pass with XML in its id, a pass that became skipped
 // (unchanged, noted), a regression, a new check and a missing one; other: a quiet pass

@@ -16,22 +16,13 @@
 namespace driftgate {
 namespace {
 
+using test::found;
 using test::make_check;
 using test::make_environment;
 using test::make_run;
 
 const std::string k_base_sha = "0123456789abcdef0123456789abcdef01234567";
 const std::string k_run_sha = "fedcba9876543210fedcba9876543210fedcba98";
-
-BaselineSelection found(const RunFile& baseline) {
-  BaselineSelection selection;
-  selection.found = true;
-  selection.sha = baseline.header.commit.sha;
-  selection.env_key = baseline.header.environment.key();
-  selection.start_sha = baseline.header.commit.sha;
-  selection.baseline = baseline;
-  return selection;
-}
 
 // a regressed (allowlisted), b regressed (entry expired), c fixed, d new.
 struct Fixture {

@@ -16,6 +16,7 @@
 
 #include "core/environment.h"
 #include "core/record.h"
+#include "differ/baseline_select.h"
 #include "tests/support/temp_dir.h"
 
 namespace driftgate::test {
@@ -108,6 +109,17 @@ inline CheckRecord make_check(const std::string& input, CheckStatus status, std:
 }
 
 // A consistent run file (header experiments derived from the checks, summary recomputed).
+// A selection that found `baseline` at its own commit, the start of the walk.
+inline BaselineSelection found(const RunFile& baseline) {
+  BaselineSelection selection;
+  selection.found = true;
+  selection.sha = baseline.header.commit.sha;
+  selection.env_key = baseline.header.environment.key();
+  selection.start_sha = baseline.header.commit.sha;
+  selection.baseline = baseline;
+  return selection;
+}
+
 inline RunFile make_run(const std::string& sha, const Environment& environment, std::vector<CheckRecord> checks,
                         const std::string& model_hash = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
                         const std::string& config_hash = "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") {
