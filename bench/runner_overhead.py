@@ -22,6 +22,7 @@ process during the timed parts) is printed beside wall time, with its own ratio.
 runs driftgate with --trace-timing, so the two sides can be compared phase by phase.
 Nothing is asserted: this is a measurement.
 """
+import ctypes
 import os
 import subprocess
 import sys
@@ -40,6 +41,21 @@ BUILTIN = {
     "cpu_bf16_autocast": {"dtype": "bfloat16", "autocast": True},
 }
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+def blas_thread_setter():
+    """openblas_set_num_threads of the BLAS torch loaded, or None (the reference BLAS has no threads).
+
+    torch.set_num_threads leaves OpenBLAS's own pool at the core count; driftgate sets it to each
+    backend's threads (runner/blas_threads.h), so the plain side does the same.
+    """
+    try:
+        return ctypes.CDLL("libblas.so.3").openblas_set_num_threads
+    except (OSError, AttributeError):
+        return None
+
+
+SET_BLAS_THREADS = blas_thread_setter()
 
 
 def backend(name, custom):
@@ -96,6 +112,8 @@ def plain_work(config, trace=False):
         if spec.get("memory_format") == "channels_last":
             model = model.to(memory_format=torch.channels_last)
         torch.set_num_threads(spec.get("threads", 1))
+        if SET_BLAS_THREADS is not None:
+            SET_BLAS_THREADS(spec.get("threads", 1))
         with torch.backends.mkldnn.flags(enabled=spec.get("onednn", True)):
             graph = spec.get("graph", "eager")
             if graph == "frozen":

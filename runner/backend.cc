@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "runner/blas_threads.h"
 #include "runner/inputs.h"
 #include "runner/torchvision_ops.h"
 
@@ -37,6 +38,7 @@ class SettingsGuard {
   SettingsGuard(bool onednn, int threads, bool tf32 = false)
       : m_onednn(at::globalContext().userEnabledMkldnn()),
         m_threads(at::get_num_threads()),
+        m_blas_threads(blas_threads()),
         m_tf32_cublas(at::globalContext().allowTF32CuBLAS()),
         m_tf32_cudnn(at::globalContext().allowTF32CuDNN()) {
     at::globalContext().setUserEnabledMkldnn(onednn);
@@ -45,6 +47,7 @@ class SettingsGuard {
     if (threads != m_threads) {
       at::set_num_threads(threads);
     }
+    set_blas_threads(threads);  // OpenBLAS keeps its own pool (runner/blas_threads.h)
   }
   ~SettingsGuard() {
     at::globalContext().setUserEnabledMkldnn(m_onednn);
@@ -53,6 +56,7 @@ class SettingsGuard {
     if (at::get_num_threads() != m_threads) {
       at::set_num_threads(m_threads);
     }
+    set_blas_threads(m_blas_threads);
   }
   SettingsGuard(const SettingsGuard&) = delete;
   SettingsGuard& operator=(const SettingsGuard&) = delete;
@@ -60,6 +64,7 @@ class SettingsGuard {
  private:
   bool m_onednn;
   int m_threads;
+  int m_blas_threads;  // 0: the BLAS has no thread control
   bool m_tf32_cublas;
   bool m_tf32_cudnn;
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/record.h"
+#include "runner/blas_threads.h"
 
 namespace driftgate {
 namespace {
@@ -174,6 +175,7 @@ Environment probe_environment(int threads) {
 
   environment.info["cpu_model"] = cpuinfo_field("model name");
   environment.info["blas_path"] = blas_path.empty() ? "none" : blas_path;
+  environment.info["blas_threads"] = blas_thread_control();
   environment.info["onednn_full"] = or_unknown(onednn_full);
   environment.info["tool_version"] = DRIFTGATE_VERSION;
   return environment;

@@ -17,6 +17,7 @@
 #include "core/torchscript_archive.h"
 #include "runner/backend.h"
 #include "runner/backend_run.h"
+#include "runner/blas_threads.h"
 #include "runner/file_hashes.h"
 #include "runner/inputs.h"
 #include "runner/mitigation.h"
@@ -436,6 +437,7 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
     // Forked children inherit no usable OpenMP pool: the runner itself stays single-threaded.
     at::set_num_threads(1);
   }
+  set_blas_threads(1);  // the runner's own work; each backend sets its own (runner/blas_threads.h)
   RunFile run;
   run.header.tool_version = DRIFTGATE_VERSION;
   run.header.commit = commit;
