@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "runner/blas_threads.h"
 #include "runner/tier1.h"
 #include "test_models.h"
 
@@ -156,6 +157,25 @@ TEST_F(BackendTest, OneDnnFlagAndThreadsAreSetForTheForwardAndRestored) {
   EXPECT_EQ(observe_tensor(output).memory_format, "contiguous");
   EXPECT_TRUE(at::allclose(output, first_output(load(backend("cpu_fp32")).forward(m_input)), 1e-4, 1e-5));
   EXPECT_EQ(load(backend("default_threads")).threads(), 1);
+}
+
+// OpenBLAS's pool is not LibTorch's: at::set_num_threads leaves it at the core count.
+TEST_F(BackendTest, BlasThreadsFollowTheBackendAndAreRestored) {
+  if (blas_threads() == 0) {
+    GTEST_SKIP() << "the loaded BLAS has no thread control (" << blas_thread_control() << ")";
+  }
+  set_blas_threads(3);
+  EXPECT_EQ(blas_threads(), 3);
+  set_blas_threads(1);
+  EXPECT_EQ(blas_threads(), 1);
+  set_blas_threads(0);  // not a thread count: ignored
+  EXPECT_EQ(blas_threads(), 1);
+  BackendSpec spec = backend("threads_2");
+  spec.threads = 2;
+  BackendInstance instance = load(spec);
+  at::Tensor output = first_output(instance.forward(m_input));
+  EXPECT_EQ(blas_threads(), 1);  // restored after the forward
+  EXPECT_NE(blas_thread_control().find("openblas_set_num_threads"), std::string::npos);
 }
 
 TEST_F(BackendTest, TrainingFlagIsClearedSoTheModelRunsInEval) {
