@@ -223,6 +223,19 @@ void propose_refresh(Report& report, const DiffRequest& request, const RunDigest
   report.proposed_baseline = path;
 }
 
+// When main() ends the process right after the command (CommandContext), the digests
+// are left to the exit: unmapping two gigabyte files and freeing a million-entry
+// vector per side took ~0.06 s of a million-check diff.
+void leave_to_exit(const CommandContext& context, RunDigest& run, std::optional<RunDigest>& baseline) {
+  if (!context.process_exits_after) {
+    return;
+  }
+  new RunDigest(std::move(run));  // NOLINT: released to the process's end on purpose
+  if (baseline) {
+    new RunDigest(std::move(*baseline));  // NOLINT: as above
+  }
+}
+
 }  // namespace
 
 int cmd_diff(CommandContext& context) {
@@ -293,6 +306,7 @@ int cmd_diff(CommandContext& context) {
   if (!request->junit_path.empty()) {
     write_file_atomic(request->junit_path, render_junit(report));
   }
+  leave_to_exit(context, run, baseline);
   if (request->quiet) {
     context.out << render_verdict_line(report) << "\n";
     return to_int(report_exit_code(report));

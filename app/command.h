@@ -19,6 +19,9 @@ struct CommandContext {
   std::map<std::string, std::string> env;  // the process environment
   std::ostream& out;                       // results
   std::ostream& err;                       // diagnostics
+  // main() ends the process with _Exit as soon as the command returns (builds without
+  // sanitizers): a command may leave what it holds to the exit instead of freeing it.
+  bool process_exits_after = false;
 };
 
 struct Command {

@@ -13,6 +13,10 @@
 //   - the id equal to its parts joined as make_check_id joins them.
 // Only max_abs is converted (std::from_chars, correctly rounded like the readers'
 // strtod); a negative zero is left to the full readers, which read "-0" as 0.
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -33,7 +37,6 @@ class Cursor {
  public:
   explicit Cursor(std::string_view line) : m_at(line.data()), m_end(line.data() + line.size()) {}
 
-  bool done() const { return m_at == m_end; }
   const char* at() const { return m_at; }
 
   // Consumes `text` when the line continues with it.
@@ -51,6 +54,26 @@ class Cursor {
       return false;
     }
     const char* start = ++m_at;
+#if defined(__SSE2__)
+    // Sixteen bytes at a time up to the first that ends the string or refuses it ('"',
+    // '\\', a control byte, DEL or a byte from 0x80: signed, those are below 0x20 too);
+    // the loop below decides on that byte.
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    const __m128i del = _mm_set1_epi8(0x7f);
+    while (m_end - m_at >= 16) {
+      __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(m_at));
+      __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+                                  _mm_or_si128(_mm_cmplt_epi8(bytes, space), _mm_cmpeq_epi8(bytes, del)));
+      int mask = _mm_movemask_epi8(stop);
+      if (mask != 0) {
+        m_at += __builtin_ctz(static_cast<unsigned>(mask));
+        break;
+      }
+      m_at += 16;
+    }
+#endif
     while (m_at != m_end) {
       auto c = static_cast<unsigned char>(*m_at);
       if (c == '"') {
@@ -291,43 +314,22 @@ bool raw_number(Cursor& in) {
 // The last member and the closing brace: ,"timings_ms":{"reference":N,"target":N}}
 bool timings_tail(Cursor& in) {
   return in.literal(",\"timings_ms\":{\"reference\":") && in.number() && in.literal(",\"target\":") && in.number() &&
-         in.literal("}}") && in.done();
+         in.literal("}}");
 }
 
-}  // namespace
-
-bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest) {
-  size_t prefix = like.timings_at;
-  if (prefix == 0 || like.record != nullptr || line.size() <= prefix || line.back() != '}' ||
-      std::memcmp(line.data(), like.line.data(), prefix) != 0) {  // long: libc's vector memcmp
-    return false;
-  }
-  Cursor tail(line.substr(prefix));
-  if (!timings_tail(tail)) {
-    return false;
-  }
-  // The same bytes up to the timings: the same values. The message is viewed at its
-  // offset in this line; id, experiment and output stay like's views (the same text).
-  digest = like;
-  digest.message = std::string_view(line.data() + (like.message.data() - like.line.data()), like.message.size());
-  digest.line = line;
-  digest.twin = CheckDigest::k_no_twin;
-  return true;
-}
-
-bool read_canonical_check(std::string_view line, CheckDigest& digest) {
-  // Escapes are where readers differ: the full readers take every line with one. A
-  // canonical line ends in '}' (the number scanners rely on it).
-  if (line.empty() || line.back() != '}' || std::memchr(line.data(), '\\', line.size()) != nullptr) {
-    return false;
-  }
-  Cursor in(line);
+// The canonical check at the start of `in` (see read_canonical_check); where it ends
+// (past its closing brace), or null when it is in any other form.
+const char* parse_canonical(Cursor& in, CheckDigest& digest) {
+  const char* line = in.at();
   std::string_view input;
   std::string_view reference;
   std::string_view target;
   std::string_view status;
   std::string_view rule;
   digest = CheckDigest{};
+  // Strings refuse '\' (escapes are where readers differ: the full readers take every
+  // line with one), and everything outside them is matched byte by byte, so a line
+  // with an escape anywhere is never accepted here.
   if (!(in.literal("{\"type\":\"check\",\"id\":") && in.string(digest.id) && in.literal(",\"experiment\":") &&
         in.string(digest.experiment) && in.literal(",\"input\":") && in.string(input) &&
         in.literal(",\"reference\":") && in.string(reference) && in.literal(",\"target\":") && in.string(target) &&
@@ -335,23 +337,23 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest) {
         in.literal(",\"message\":") && in.string(digest.message) && in.literal(",\"tolerance\":{\"rule\":") &&
         in.string(rule) && in.literal(",\"atol\":") && raw_number(in) && in.literal(",\"rtol\":") && raw_number(in) &&
         in.literal("}"))) {
-    return false;
+    return nullptr;
   }
   if (!known_status(status, digest.status) || !known_rule(rule)) {
-    return false;
+    return nullptr;
   }
   if (in.literal(",\"observed_reference\":") && !observed(in)) {
-    return false;
+    return nullptr;
   }
   if (in.literal(",\"observed_target\":") && !observed(in)) {
-    return false;
+    return nullptr;
   }
   if (in.literal(",\"stats\":") && !stats(in, digest)) {
-    return false;
+    return nullptr;
   }
   const char* timings = in.at();
   if (!timings_tail(in)) {
-    return false;
+    return nullptr;
   }
   // make_check_id: experiment/input/reference~target/output.
   const std::string_view& id = digest.id;
@@ -372,11 +374,83 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest) {
   };
   if (!(part(digest.experiment, '/') && part(input, '/') && part(reference, '~') && part(target, '/') &&
         part(digest.output, '\0'))) {
+    return nullptr;
+  }
+  digest.line = std::string_view(line, static_cast<size_t>(in.at() - line));
+  digest.timings_at = static_cast<uint32_t>(timings - line);
+  return in.at();
+}
+
+// read_check_like over the start of `available`: where the line ends, or null.
+const char* parse_like(std::string_view available, const CheckDigest& like, CheckDigest& digest) {
+  size_t prefix = like.timings_at;
+  if (prefix == 0 || like.record != nullptr || available.size() <= prefix ||
+      std::memcmp(available.data(), like.line.data(), prefix) != 0) {  // long: libc's vector memcmp
+    return nullptr;
+  }
+  Cursor tail(available.substr(prefix));
+  if (!timings_tail(tail)) {
+    return nullptr;
+  }
+  // The same bytes up to the timings: the same values. The message is viewed at its
+  // offset in this line; id, experiment and output stay like's views (the same text).
+  const char* line = available.data();
+  digest = like;
+  digest.message = std::string_view(line + (like.message.data() - like.line.data()), like.message.size());
+  digest.line = std::string_view(line, static_cast<size_t>(tail.at() - line));
+  digest.twin = CheckDigest::k_no_twin;
+  return tail.at();
+}
+
+}  // namespace
+
+bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest) {
+  // A line that ends in '}' stops every number scan (see Cursor).
+  if (line.empty() || line.back() != '}') {
     return false;
   }
-  digest.line = line;
-  digest.timings_at = static_cast<uint32_t>(timings - line.data());
+  CheckDigest read;
+  const char* end = parse_like(line, like, read);
+  if (end != line.data() + line.size()) {
+    return false;
+  }
+  digest = read;
   return true;
+}
+
+size_t read_check_like_at(std::string_view text, const CheckDigest& like, CheckDigest& digest) {
+  if (text.empty() || text.back() != '\n') {
+    return 0;
+  }
+  CheckDigest read;
+  const char* end = parse_like(text, like, read);
+  if (end == nullptr || end == text.data() + text.size() || *end != '\n') {
+    return 0;
+  }
+  digest = read;
+  return static_cast<size_t>(end - text.data());
+}
+
+bool read_canonical_check(std::string_view line, CheckDigest& digest) {
+  // A canonical line ends in '}' (the number scanners rely on it).
+  if (line.empty() || line.back() != '}') {
+    return false;
+  }
+  Cursor in(line);
+  return parse_canonical(in, digest) == line.data() + line.size();
+}
+
+size_t read_canonical_check_at(std::string_view text, CheckDigest& digest) {
+  // A '\n' at the end stops every number scan, as a line's closing '}' does.
+  if (text.empty() || text.back() != '\n') {
+    return 0;
+  }
+  Cursor in(text);
+  const char* end = parse_canonical(in, digest);
+  if (end == nullptr || end == text.data() + text.size() || *end != '\n') {
+    return 0;
+  }
+  return static_cast<size_t>(end - text.data());
 }
 
 }  // namespace driftgate

@@ -146,7 +146,7 @@ class NameArena {
   std::string_view keep(std::string_view text) {
     if (text.size() > m_left) {
       size_t size = std::max(k_block, text.size());
-      m_blocks.push_back(std::make_unique<char[]>(size));
+      m_blocks.push_back(std::shared_ptr<char[]>(new char[size]));
       m_at = m_blocks.back().get();
       m_left = size;
     }
@@ -156,26 +156,32 @@ class NameArena {
     m_left -= text.size();
     return kept;
   }
-  std::vector<std::unique_ptr<char[]>>& blocks() { return m_blocks; }
+  std::vector<std::shared_ptr<char[]>>& blocks() { return m_blocks; }
 
  private:
   static constexpr size_t k_block = size_t{1} << 20;
-  std::vector<std::unique_ptr<char[]>> m_blocks;
+  std::vector<std::shared_ptr<char[]>> m_blocks;
   char* m_at = nullptr;
   size_t m_left = 0;
 };
 
 // The check lines of one slice of a file, read on one thread.
 struct Part {
-  std::vector<CheckDigest> checks;                          // in id order
+  std::vector<CheckDigest> checks;                          // in the file's order
+  std::vector<size_t> order;                                // their id order; empty when that is the file's
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
   NameArena names;                                          // ids, experiments and outputs of `checks`
   bool refused = false;                                     // the strict reader must decide
 };
 
 // Moves the check's id, experiment and output views into `names` (experiment and output
-// shared with the previous check's when equal: neighbours mostly are).
+// shared with the previous check's when equal: neighbours mostly are). Only a previous
+// check whose names are in name blocks lends them: one read in full views its record,
+// which a digest vouched for by this one would not keep alive.
 void keep_names(CheckDigest& check, const CheckDigest* previous, NameArena& names) {
+  if (previous != nullptr && previous->record != nullptr) {
+    previous = nullptr;
+  }
   check.id = names.keep(check.id);
   check.experiment = previous != nullptr && same_text(previous->experiment, check.experiment)
                          ? previous->experiment
@@ -197,7 +203,7 @@ std::string_view leading_id(std::string_view line) {
 
 // Reads the check lines in [begin, end) of `text` into `part`. `like` (checks in id
 // order, or null): a digest whose canonical lines vouch for identical lines here.
-void read_part(std::string_view text, size_t begin, size_t end, const RunDigest* like, Part& part) {
+void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_for, const RunDigest* like, Part& part) {
   try {
     CheckLineParser fast;
     const std::vector<CheckDigest>* known = like != nullptr ? &like->checks : nullptr;
@@ -206,17 +212,21 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
     size_t next = 0;
     // Sized once from the first line, erring on the large side: growing a vector of a
     // million digests by doubling touches (and the kernel zeroes) twice the memory.
+    // Room for `reserve_for` bytes of lines: the first part's vector takes the second's
+    // checks too when the file is sorted (try_digest); room not used is never touched.
     size_t first_line = line_at(text, begin, next).size() + 1;
-    part.checks.reserve((end - begin) / first_line * 5 / 4 + 16);
+    part.checks.reserve(reserve_for / first_line * 5 / 4 + 16);
     for (size_t at = begin; at < end; at = next) {
-      std::string_view line = line_at(text, at, next);
-      if (line.empty()) {
+      if (text[at] == '\n') {
+        next = at + 1;  // an empty line
         continue;
       }
+      // The lines from here to the part's end, which is a line's start: the last byte
+      // is a '\n', as the *_at readers require.
+      std::string_view rest = text.substr(at, end - at);
       CheckDigest& check = part.checks.emplace_back();
-      const CheckDigest* previous = part.checks.size() >= 2 ? &part.checks[part.checks.size() - 2] : nullptr;
       if (known != nullptr) {
-        std::string_view id = leading_id(line);
+        std::string_view id = leading_id(rest);
         if (!id.empty()) {
           if (!positioned) {
             pos = static_cast<size_t>(std::partition_point(known->begin(), known->end(),
@@ -227,21 +237,30 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
           while (pos < known->size() && text_less((*known)[pos].id, id)) {
             ++pos;
           }
-          if (pos < known->size() && same_text((*known)[pos].id, id) && read_check_like(line, (*known)[pos], check)) {
-            check.twin = static_cast<uint32_t>(pos);
-            ++pos;
-            keep_names(check, previous, part.names);
-            continue;
+          if (pos < known->size() && same_text((*known)[pos].id, id)) {
+            size_t length = read_check_like_at(rest, (*known)[pos], check);
+            if (length != 0) {
+              // Id, experiment and output stay like's views, into its name blocks,
+              // which the digest then shares (try_digest).
+              check.twin = static_cast<uint32_t>(pos);
+              ++pos;
+              next = at + length + 1;
+              continue;
+            }
           }
         }
       }
-      if (read_canonical_check(line, check)) {
+      size_t length = read_canonical_check_at(rest, check);
+      if (length != 0) {
+        next = at + length + 1;
+        const CheckDigest* previous = part.checks.size() >= 2 ? &part.checks[part.checks.size() - 2] : nullptr;
         keep_names(check, previous, part.names);
-      } else {
-        auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
-        fill_from_record(check, *record);
-        part.records.push_back(std::move(record));
+        continue;
       }
+      std::string_view line = line_at(text, at, next);
+      auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
+      fill_from_record(check, *record);
+      part.records.push_back(std::move(record));
     }
     std::vector<std::string_view> ids;
     ids.reserve(part.checks.size());
@@ -251,14 +270,9 @@ void read_part(std::string_view text, size_t begin, size_t end, const RunDigest*
       ids.push_back(check.id);
     }
     if (!sorted) {
-      // In id order here, on this thread: the merge of the parts then reads both in sequence.
-      std::vector<size_t> order = id_order(ids);
-      std::vector<CheckDigest> in_order;
-      in_order.reserve(order.size());
-      for (size_t i : order) {
-        in_order.push_back(part.checks[i]);
-      }
-      part.checks.swap(in_order);
+      // The id order, found here on this thread; the merge of the parts gathers the
+      // checks in it (one pass, no copy of the part in between).
+      part.order = id_order(ids);
     }
   } catch (...) {
     part.refused = true;
@@ -303,28 +317,43 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
   size_t split = middle_line(text, begin, last_begin);
   Part parts[2];
   {
-    std::thread second(read_part, text, split, last_begin, like, std::ref(parts[1]));
-    read_part(text, begin, split, like, parts[0]);
+    std::thread second(read_part, text, split, last_begin, last_begin - split, like, std::ref(parts[1]));
+    read_part(text, begin, split, last_begin - begin, like, parts[0]);
     second.join();
   }
   if (parts[0].refused || parts[1].refused) {
     return std::nullopt;
   }
-  // One merge of the halves' id orders; equal neighbours are repeated ids.
   const size_t count = parts[0].checks.size() + parts[1].checks.size();
-  digest.checks.reserve(count);
-  size_t a = 0;
-  size_t b = 0;
-  const auto& first = parts[0];
+  auto& first = parts[0];
   const auto& second = parts[1];
-  while (a < first.checks.size() || b < second.checks.size()) {
-    bool take_first =
-        b == second.checks.size() || (a < first.checks.size() && text_less(first.checks[a].id, second.checks[b].id));
-    const CheckDigest& check = take_first ? first.checks[a++] : second.checks[b++];
-    if (!digest.checks.empty() && !text_less(digest.checks.back().id, check.id)) {
-      return std::nullopt;  // a repeated id
+  const bool in_file_order =
+      first.order.empty() && second.order.empty() &&
+      (first.checks.empty() || second.checks.empty() || text_less(first.checks.back().id, second.checks.front().id));
+  if (in_file_order) {
+    // A sorted file (a stored baseline): the second half follows the first.
+    digest.checks = std::move(first.checks);
+    digest.checks.insert(digest.checks.end(), second.checks.begin(), second.checks.end());
+  } else {
+    // One merge of the halves' id orders; equal neighbours are repeated ids.
+    digest.checks.reserve(count);
+    size_t a = 0;
+    size_t b = 0;
+    auto first_at = [&first](size_t i) -> const CheckDigest& {
+      return first.checks[first.order.empty() ? i : first.order[i]];
+    };
+    auto second_at = [&second](size_t i) -> const CheckDigest& {
+      return second.checks[second.order.empty() ? i : second.order[i]];
+    };
+    while (a < first.checks.size() || b < second.checks.size()) {
+      bool take_first =
+          b == second.checks.size() || (a < first.checks.size() && text_less(first_at(a).id, second_at(b).id));
+      const CheckDigest& check = take_first ? first_at(a++) : second_at(b++);
+      if (!digest.checks.empty() && !text_less(digest.checks.back().id, check.id)) {
+        return std::nullopt;  // a repeated id
+      }
+      digest.checks.push_back(check);
     }
-    digest.checks.push_back(check);
   }
   digest.id_order.resize(count);
   for (size_t i = 0; i < count; ++i) {
@@ -337,6 +366,9 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
     for (auto& block : part.names.blocks()) {
       digest.names.push_back(std::move(block));
     }
+  }
+  if (like != nullptr) {
+    digest.names.insert(digest.names.end(), like->names.begin(), like->names.end());  // twins' names
   }
   digest.serial = next_serial();
   digest.like_serial = like != nullptr ? like->serial : 0;

@@ -82,7 +82,9 @@ struct RunDigest {
   // Ids, experiment and output names of checks read from a file, copied together while
   // each line was at hand: later passes (sorts, merges, summaries) touch these few
   // megabytes instead of a cache line of the mapped file per check.
-  std::vector<std::unique_ptr<char[]>> names;
+  // A baseline read with a `like` shares like's blocks: its checks vouched for by
+  // like's keep like's views of the same names.
+  std::vector<std::shared_ptr<char[]>> names;
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
   std::shared_ptr<const RunFile> run;                       // a digest made of a parsed run (digest_of)
 };
@@ -90,7 +92,9 @@ struct RunDigest {
 // Reads `path` as read_run_file does (same acceptance, same errors), on two threads.
 // `like`: a digest read before (a diff's run, when reading its baseline) whose
 // canonical lines vouch for this file's lines that equal them up to their timings
-// (read_check_like), so those are not scanned again; it must outlive the result.
+// (read_check_like), so those are not scanned again. The result shares like's name
+// blocks (its vouched checks keep like's views of id, experiment and output), so it
+// stays valid after `like` is gone.
 RunDigest read_run_digest(const std::string& path, const RunDigest* like = nullptr);
 // The same over bytes already in memory (a git note), named `name_for_messages`.
 RunDigest digest_run_text(std::string text, const std::string& name_for_messages, const RunDigest* like = nullptr);
@@ -151,5 +155,12 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest);
 // The digest's message and line view `line`; its id, experiment and output are like's
 // views (equal text), so `like` must outlive it unless the caller copies them.
 bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest);
+
+// The same two over the line at the start of `text`, a run of lines whose last byte
+// is '\n' (what read_run_digest holds: it need not find each line's end first). The
+// length of the line read (its '\n' follows it), or 0 where the one-line function
+// would say false for that line.
+size_t read_canonical_check_at(std::string_view text, CheckDigest& digest);
+size_t read_check_like_at(std::string_view text, const CheckDigest& like, CheckDigest& digest);
 
 }  // namespace driftgate

@@ -162,22 +162,25 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
 
 namespace {
 
-// Where put_accepted's text goes: appended to a string, or written to a file in
-// batches of pieces that point into the digests' text (no copy of a gigabyte of lines).
+// Where put_accepted's text goes: appended to a string, or written to a file as
+// pieces that point into the digests' text (no copy of a gigabyte of lines), all at
+// once at the end (writev, AtomicFile) unless the pieces made here grow large.
 class AcceptedSink {
  public:
   explicit AcceptedSink(std::string& text) : m_text(&text) {}
   explicit AcceptedSink(AtomicFile& file) : m_file(&file) {}
 
-  // `piece` stays where it is until flush().
+  // `piece` stays where it is until finish(). A piece that continues the last one in
+  // memory (neighbouring lines of a sorted file) joins it.
   void add(std::string_view piece) {
     if (m_text != nullptr) {
       m_text->append(piece);
       return;
     }
-    m_pieces.push_back(piece);
-    if (m_pieces.size() >= k_batch) {
-      flush();
+    if (!m_pieces.empty() && m_pieces.back().data() + m_pieces.back().size() == piece.data()) {
+      m_pieces.back() = std::string_view(m_pieces.back().data(), m_pieces.back().size() + piece.size());
+    } else {
+      m_pieces.push_back(piece);
     }
   }
   void add_owned(std::string piece) {
@@ -185,10 +188,18 @@ class AcceptedSink {
       m_text->append(piece);
       return;
     }
+    m_owned_bytes += piece.size();
     m_owned.push_back(std::move(piece));
-    add(m_owned.back());
+    m_pieces.push_back(m_owned.back());
+    if (m_owned_bytes > k_owned_limit) {
+      // Checks written from their records are held here until written: bounded.
+      m_file->write(m_pieces);
+      m_pieces.clear();
+      m_owned.clear();
+      m_owned_bytes = 0;
+    }
   }
-  void flush() {
+  void finish() {
     if (m_file != nullptr && !m_pieces.empty()) {
       m_file->write(m_pieces);
     }
@@ -197,11 +208,12 @@ class AcceptedSink {
   }
 
  private:
-  static constexpr size_t k_batch = 8192;
+  static constexpr size_t k_owned_limit = size_t{64} << 20;
   std::string* m_text = nullptr;
   AtomicFile* m_file = nullptr;
   std::vector<std::string_view> m_pieces;
   std::deque<std::string> m_owned;  // pieces made here (deque: they do not move)
+  size_t m_owned_bytes = 0;
 };
 
 // write_run's text of `accepted`. Lines read in canonical layout are copied as they
@@ -223,7 +235,7 @@ void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
                                      return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
                                    })) +
                 "\n");
-  out.flush();
+  out.finish();
 }
 
 }  // namespace

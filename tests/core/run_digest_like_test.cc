@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -228,6 +229,64 @@ TEST(ReadRunDigestLike, TwinsPairChecksAsIdsDo) {
   auto by_ids = pairs_of(read_run_digest(base_path));
   EXPECT_EQ(with_twins, by_ids);
   EXPECT_EQ(with_twins.size(), 120U);  // 118 in both, one new, one missing
+}
+
+// The vouched checks keep the run's views of their names; the baseline's digest shares
+// the run's name blocks, so it stays whole when the run's digest is gone.
+TEST(ReadRunDigestLike, OutlivesTheDigestThatVouchedForIt) {
+  test::TempDir dir;
+  Pair pair = make_pair_of_runs(true);
+  std::string base_path = write(dir, "base.jsonl", pair.baseline);
+  std::vector<std::string> alone = describe(read_run_digest(base_path));
+  std::optional<RunDigest> run = read_run_digest(write(dir, "run.jsonl", pair.run));
+  RunDigest vouched = read_run_digest(base_path, &*run);
+  run.reset();  // its mapping and its name blocks' owner
+  EXPECT_EQ(describe(vouched), alone);
+}
+
+// The *_at readers read the first line of a run of lines as the one-line readers read
+// that line, and say where it ends.
+TEST(ReadCheckAt, ReadsTheFirstLineOfTheTextAsTheLineAlone) {
+  CheckRecord record = make_record("img0", "t0", CheckStatus::k_fail_numeric, 0.25);
+  std::string line = check_to_json_line(record);
+  std::string next = check_to_json_line(make_record("img1", "t0", CheckStatus::k_pass, 1e-7));
+  std::string text = line + "\n" + next + "\n";
+  CheckDigest at;
+  ASSERT_EQ(read_canonical_check_at(text, at), line.size());
+  CheckDigest alone;
+  ASSERT_TRUE(read_canonical_check(line, alone));
+  EXPECT_EQ(describe(at), describe(alone));
+  EXPECT_EQ(at.timings_at, alone.timings_at);
+  EXPECT_EQ(at.line.data(), text.data());
+  // The text must end in a newline (it stops the number scans), and the line must end
+  // where its newline is: a line with more after its closing brace is not canonical.
+  EXPECT_EQ(read_canonical_check_at(line, at), 0U);
+  EXPECT_EQ(read_canonical_check_at(line + " \n", at), 0U);
+  EXPECT_EQ(read_canonical_check_at(line + "\r\n", at), 0U);
+  EXPECT_EQ(read_canonical_check_at(line + "}\n", at), 0U);
+  EXPECT_EQ(read_canonical_check_at("\n", at), 0U);
+  EXPECT_EQ(read_canonical_check_at("", at), 0U);
+  // Cut anywhere and ended by a newline: never read past the cut.
+  for (size_t cut = 0; cut < line.size(); ++cut) {
+    std::string cut_text = line.substr(0, cut) + "\n" + next + "\n";
+    EXPECT_EQ(read_canonical_check_at(cut_text, at), 0U) << cut;
+  }
+
+  CheckRecord rerun = record;
+  rerun.reference_ms = 9.25;
+  std::string other = check_to_json_line(rerun);
+  CheckDigest vouched;
+  ASSERT_EQ(read_check_like_at(other + "\n" + next + "\n", alone, vouched), other.size());
+  CheckDigest one_line;
+  ASSERT_TRUE(read_check_like(other, alone, one_line));
+  EXPECT_EQ(vouched.status, one_line.status);
+  EXPECT_EQ(vouched.max_abs, one_line.max_abs);
+  EXPECT_EQ(vouched.line.size(), one_line.line.size());
+  EXPECT_EQ(read_check_like_at(other, alone, vouched), 0U);
+  EXPECT_EQ(read_check_like_at(other + "x\n", alone, vouched), 0U);
+  for (size_t cut = alone.timings_at; cut < other.size(); ++cut) {
+    EXPECT_EQ(read_check_like_at(other.substr(0, cut) + "\n", alone, vouched), 0U) << cut;
+  }
 }
 
 }  // namespace
