@@ -21,8 +21,8 @@ int blas_threads();
 // Sets the loaded BLAS's thread count when it has the control; nothing otherwise.
 void set_blas_threads(int threads);
 
-// For the environment's info: "follows backend threads (openblas_set_num_threads)"
-// where the runner controls them, else "none (single-threaded BLAS)".
+// For messages: "follows backend threads (openblas_set_num_threads)" where the runner
+// controls them, else "none (single-threaded BLAS)".
 std::string blas_thread_control();
 
 }  // namespace driftgate

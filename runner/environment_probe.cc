@@ -168,6 +168,11 @@ Environment probe_environment(int threads) {
   environment.keyed["cpu_vendor"] = cpuinfo_field("vendor_id");
   environment.keyed["compiler"] = compiler_version();
   environment.keyed["threads"] = std::to_string(threads);
+  // Whether the BLAS's own threads follow each backend's (runner/blas_threads.h): before
+  // they did, OpenBLAS ran on every core whatever `threads` said, and a native-kernel
+  // detection model's boxes moved when they stopped (retinanet onednn_off: max_abs
+  // 1.5e-05 -> 21.5), so runs from before are not comparable.
+  environment.keyed["blas_threads"] = blas_threads() > 0 ? "per_backend" : "single";
   environment.keyed["schema"] = std::to_string(k_record_schema_version);
   // driftgate links LibTorch's CPU library only; a CUDA build would add the GPU
   // model, driver and CUDA version here.
@@ -175,7 +180,6 @@ Environment probe_environment(int threads) {
 
   environment.info["cpu_model"] = cpuinfo_field("model name");
   environment.info["blas_path"] = blas_path.empty() ? "none" : blas_path;
-  environment.info["blas_threads"] = blas_thread_control();
   environment.info["onednn_full"] = or_unknown(onednn_full);
   environment.info["tool_version"] = DRIFTGATE_VERSION;
   return environment;

@@ -61,6 +61,7 @@ TEST(EnvironmentProbe, FindsLibTorchOneDnnBlasAndTheRunSettings) {
   EXPECT_NE(environment.info.at("blas_path").find(environment.keyed.at("blas")), std::string::npos);
   EXPECT_TRUE(is_compiler(environment.keyed.at("compiler"))) << environment.keyed.at("compiler");
   EXPECT_EQ(environment.keyed.at("threads"), "3");
+  EXPECT_EQ(environment.keyed.at("blas_threads"), "per_backend");  // OpenBLAS, as install-deps installs
   EXPECT_EQ(environment.keyed.at("schema"), "1");
   EXPECT_EQ(environment.keyed.at("device"), "cpu");
   EXPECT_EQ(environment.info.at("tool_version"), DRIFTGATE_VERSION);
