@@ -164,11 +164,14 @@ class Cursor {
   // A number as the writer's put_number writes it: a JSON number or "nan", "inf", "-inf".
   bool number() {
     std::string_view token;
-    return non_finite() || number_token(token);
+    return *m_at == '"' ? non_finite() : number_token(token);  // a quote only starts "nan", "inf", "-inf"
   }
 
   // number(), converted.
   bool number(double& value) {
+    if (*m_at != '"') {
+      return finite_number(value);
+    }
     if (literal("\"nan\"")) {
       value = __builtin_nan("");
       return true;
@@ -181,6 +184,10 @@ class Cursor {
       value = -__builtin_inf();
       return true;
     }
+    return false;
+  }
+
+  bool finite_number(double& value) {
     std::string_view token;
     if (!number_token(token)) {
       return false;
@@ -326,7 +333,11 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest) {
   std::string_view target;
   std::string_view status;
   std::string_view rule;
-  digest = CheckDigest{};
+  // What a canonical line may leave unset (views and the status are set on the way).
+  digest.record = nullptr;
+  digest.has_stats = false;
+  digest.max_abs = 0.0;
+  digest.twin = CheckDigest::k_no_twin;
   // Strings refuse '\' (escapes are where readers differ: the full readers take every
   // line with one), and everything outside them is matched byte by byte, so a line
   // with an escape anywhere is never accepted here.
