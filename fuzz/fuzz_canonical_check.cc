@@ -76,12 +76,33 @@ std::optional<CheckRecord> dom_check(const std::string& line, const CheckDigest&
   }
 }
 
+// read_canonical_check_at over `line` and what follows it must say what
+// read_canonical_check says of the line, and view the same bytes.
+void check_at_agrees(const std::string& line, bool accepted, const CheckDigest& digest) {
+  for (const char* after : {"", "x\n", "{\"type\":\"summary\"}\n", "\n\n"}) {
+    std::string text = line + "\n" + after;
+    CheckDigest at;
+    size_t length = driftgate::read_canonical_check_at(text, at);
+    if (length != (accepted ? line.size() : 0)) {
+      std::abort();  // the *_at reader disagrees with the one-line reader
+    }
+    if (accepted && (at.id != digest.id || at.message != digest.message || at.status != digest.status ||
+                     at.timings_at != digest.timings_at || at.line.data() != text.data())) {
+      std::abort();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string line(reinterpret_cast<const char*>(data), size);
   CheckDigest digest;
-  if (!driftgate::read_canonical_check(line, digest)) {
+  bool accepted = driftgate::read_canonical_check(line, digest);
+  if (line.find('\n') == std::string::npos) {
+    check_at_agrees(line, accepted, digest);
+  }
+  if (!accepted) {
     return 0;
   }
   if (digest.line.data() != line.data() || digest.line.size() != line.size() || digest.record != nullptr) {
