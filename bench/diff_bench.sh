@@ -6,11 +6,13 @@
 #   bench/diff_bench.sh [BUILD_DIR] [RECORDS]     defaults: build-differ, 1000000
 #
 # It makes a throwaway git repository with two commits, writes a baseline for the
-# first and a run for the second (one check in 1000 regressed) with make_run
-# (bench/make_run.cc, built as tests/e2e/make_run), stores the baseline with
-# `driftgate baseline update` (a directory store) and times the diff, which writes
-# report.json and the proposed baseline (~1 GB at a million checks) as a CI gate does.
-# Needs about 3 GB of disk per million records and GNU time (/usr/bin/time). Prints
+# first and two runs for the second with make_run (bench/make_run.cc, built as
+# tests/e2e/make_run): one with a check in 1000 regressed, one with none. It stores the
+# baseline with `driftgate baseline update` (a directory store) and times two diffs:
+# the failing one, which writes report.json and the proposed baseline (~1 GB at a
+# million checks) as a CI gate does, and the passing one (report.json only: a passing
+# gate proposes nothing). Needs about 4 GB of disk per million records and GNU time
+# (/usr/bin/time). Prints
 # one line per figure; asserts nothing. Beside wall
 # time it prints CPU time (user + sys) of the floor and of the diff, and the load average
 # before the diff: on a shared, loaded machine the wall-time ratio mostly measures the
@@ -42,7 +44,8 @@ inputs=$(( (records + targets - 1) / targets ))
 start=$(date +%s.%N)
 "$make_run" --out baseline.jsonl --sha "$base" --inputs "$inputs" --targets "$targets"
 "$make_run" --out run.jsonl --sha "$head" --inputs "$inputs" --targets "$targets" --fail-every 1000
-echo "generated: 2 x $((inputs * targets)) records, $(du -m baseline.jsonl | cut -f1) + $(du -m run.jsonl | cut -f1) MB in $(echo "$(date +%s.%N) - $start" | bc) s"
+"$make_run" --out run_pass.jsonl --sha "$head" --inputs "$inputs" --targets "$targets"
+echo "generated: 3 x $((inputs * targets)) records, $(du -m baseline.jsonl | cut -f1) + $(du -m run.jsonl | cut -f1) MB in $(echo "$(date +%s.%N) - $start" | bc) s"
 key=$(head -c 4096 baseline.jsonl | grep -o '"env_key":"[0-9a-f]*"' | cut -d'"' -f4)
 # Stored as a user's CI stores it: canonical (sorted by id, as `baseline update` writes it).
 "$driftgate" baseline update baseline.jsonl --store store >/dev/null
@@ -71,3 +74,16 @@ echo "ratio: $(echo "scale=1; $elapsed / $floor" | bc)x the floor in wall time (
 if [[ $(echo "$floor_cpu > 0" | bc) == 1 ]]; then
   echo "ratio: $(echo "scale=1; $cpu / $floor_cpu" | bc)x the floor in CPU time"
 fi
+
+# The passing gate: the same sizes, nothing regressed, so no proposal is written.
+cat "store/$key/$base.jsonl" run_pass.jsonl >/dev/null
+pass_floor=$(seconds cat "store/$key/$base.jsonl" run_pass.jsonl)
+set +e
+/usr/bin/time -f '%e %M %U %S' -o time_pass.txt "$driftgate" diff run_pass.jsonl --store store -q --report report_pass.json \
+  >diff_pass.out
+code=$?
+set -e
+read -r elapsed rss_kb user sys < <(tail -1 time_pass.txt)
+cpu=$(echo "$user + $sys" | bc)
+echo "passing diff: $elapsed s wall, $cpu s CPU, peak RSS $((rss_kb / 1024)) MB, exit $code ($(head -1 diff_pass.out)); floor $pass_floor s"
+echo "ratio: $(echo "scale=1; $elapsed / $pass_floor" | bc)x the floor in wall time, passing gate (target <= 5x)"
