@@ -9,21 +9,16 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("dg_file_util_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 TEST(FileUtil, AtomicWriteCreatesParentsAndReplaces) {
-  fs::path dir = fresh_dir("replace");
+  test::TempDir temp;  // removed with what the test wrote
+  fs::path dir = temp.path();
   std::string path = (dir / "a" / "b.txt").string();
   write_file_atomic(path, "old");
   write_file_atomic(path, "new");
@@ -34,13 +29,15 @@ TEST(FileUtil, AtomicWriteCreatesParentsAndReplaces) {
 TEST(FileUtil, FailedWriteLeavesOldFileAndNoTemporary) {
   if (::geteuid() == 0) {
     // root ignores directory permissions; use a path whose parent is a file instead.
-    fs::path dir = fresh_dir("notdir");
+    test::TempDir temp;  // removed with what the test wrote
+    fs::path dir = temp.path();
     write_file_atomic((dir / "file").string(), "x");
     EXPECT_THROW(write_file_atomic((dir / "file" / "child").string(), "y"), Error);
     EXPECT_EQ(read_file((dir / "file").string()), "x");
     return;
   }
-  fs::path dir = fresh_dir("readonly");
+  test::TempDir temp;  // removed with what the test wrote
+  fs::path dir = temp.path();
   std::string path = (dir / "b.txt").string();
   write_file_atomic(path, "old");
   ::chmod(dir.c_str(), 0555);
@@ -58,7 +55,8 @@ TEST(FileUtil, WritingToADeviceWritesIntoItAndLeavesTheNodeAlone) {
 }
 
 TEST(FileUtil, WritingThroughASymlinkReplacesTheTarget) {
-  fs::path dir = fresh_dir("symlink");
+  test::TempDir temp;  // removed with what the test wrote
+  fs::path dir = temp.path();
   write_file_atomic((dir / "real").string(), "old");
   fs::create_symlink(dir / "real", dir / "link");
   write_file_atomic((dir / "link").string(), "new");
@@ -67,12 +65,14 @@ TEST(FileUtil, WritingThroughASymlinkReplacesTheTarget) {
 }
 
 TEST(FileUtil, WritingOverADirectoryIsAnError) {
-  fs::path dir = fresh_dir("isdir");
+  test::TempDir temp;  // removed with what the test wrote
+  fs::path dir = temp.path();
   EXPECT_THROW(write_file_atomic(dir.string(), "x"), Error);
 }
 
 TEST(FileUtil, HashMatchesGitHashObject) {
-  fs::path dir = fresh_dir("hash");
+  test::TempDir temp;  // removed with what the test wrote
+  fs::path dir = temp.path();
   std::string path = (dir / "hello").string();
   write_file_atomic(path, "hello\n");
   // `printf 'hello\n' | git hash-object --stdin`
