@@ -206,6 +206,7 @@ std::string_view leading_id(std::string_view line) {
 void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_for, const RunDigest* like, Part& part) {
   try {
     CheckLineParser fast;
+    CanonicalMemo memo;  // views into `text`, which outlives this part's reading
     const std::vector<CheckDigest>* known = like != nullptr ? &like->checks : nullptr;
     size_t pos = 0;  // in `known`: the first check whose id is not below the last one looked up
     bool positioned = false;
@@ -250,7 +251,7 @@ void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_f
           }
         }
       }
-      size_t length = read_canonical_check_at(rest, check);
+      size_t length = read_canonical_check_at(rest, check, &memo);
       if (length != 0) {
         next = at + length + 1;
         const CheckDigest* previous = part.checks.size() >= 2 ? &part.checks[part.checks.size() - 2] : nullptr;
@@ -262,16 +263,18 @@ void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_f
       fill_from_record(check, *record);
       part.records.push_back(std::move(record));
     }
-    std::vector<std::string_view> ids;
-    ids.reserve(part.checks.size());
     bool sorted = true;
-    for (const auto& check : part.checks) {
-      sorted = sorted && (ids.empty() || text_less(ids.back(), check.id));
-      ids.push_back(check.id);
+    for (size_t i = 1; i < part.checks.size() && sorted; ++i) {
+      sorted = text_less(part.checks[i - 1].id, part.checks[i].id);
     }
     if (!sorted) {
       // The id order, found here on this thread; the merge of the parts gathers the
       // checks in it (one pass, no copy of the part in between).
+      std::vector<std::string_view> ids;
+      ids.reserve(part.checks.size());
+      for (const auto& check : part.checks) {
+        ids.push_back(check.id);
+      }
       part.order = id_order(ids);
     }
   } catch (...) {

@@ -289,5 +289,44 @@ TEST(ReadCheckAt, ReadsTheFirstLineOfTheTextAsTheLineAlone) {
   }
 }
 
+// A memo of the blocks neighbours repeat (tolerance, observed) changes nothing read: each
+// line reads with it as without it, a block that differs from the memo (valid or not) is
+// read in full.
+TEST(ReadCheckAt, TheMemoReadsEveryLineAsWithoutIt) {
+  std::vector<std::string> lines;
+  for (const auto& check : make_pair_of_runs(false).run.checks) {
+    lines.push_back(check_to_json_line(check));
+  }
+  CheckRecord other = make_record("img99", "t9", CheckStatus::k_pass, 1e-7);
+  other.observed_target = ObservedTensor{"cpu", "bfloat16", "channels_last", {1, 10}};
+  other.tolerance.atol = 0.5;
+  lines.insert(lines.begin() + 5, check_to_json_line(other));
+  std::string same = lines[0];
+  std::string shape = "\"shape\":[1,10]";
+  std::string bad = same;
+  bad.replace(bad.rfind(shape), shape.size(), "\"shape\":[1,1e0]");  // the target's block, past the memo's prefix
+  lines.insert(lines.begin() + 8, bad);
+  std::string text;
+  for (const auto& line : lines) {
+    text += line + "\n";
+  }
+  CanonicalMemo memo;
+  size_t at = 0;
+  for (const auto& line : lines) {
+    CheckDigest with;
+    CheckDigest without;
+    std::string_view rest = std::string_view(text).substr(at);
+    size_t length = read_canonical_check_at(rest, with, &memo);
+    ASSERT_EQ(length, read_canonical_check_at(rest, without)) << line;
+    if (length != 0) {
+      EXPECT_EQ(describe(with), describe(without));
+    }
+    EXPECT_EQ(length != 0, line != bad && line.find('\\') == std::string::npos) << line;
+    at += line.size() + 1;
+  }
+  EXPECT_FALSE(memo.observed.empty());
+  EXPECT_FALSE(memo.tolerance.empty());
+}
+
 }  // namespace
 }  // namespace driftgate
