@@ -290,6 +290,7 @@ int cmd_diff(CommandContext& context) {
     }
     DiffOptions diff_options;
     diff_options.drift_factor = request->drift_factor;
+    diff_options.name_quiet_checks = !request->junit_path.empty();  // only JUnit lists them
     diff = diff_runs(run, *baseline, diff_options);
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);

@@ -282,17 +282,23 @@ DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const Diff
     result.counts[diff_class] = 0;
   }
   std::vector<std::vector<size_t>> listed(all_diff_classes().size());  // pair indices per class
-  size_t quiet_bytes = 0;
-  for (const Pair& pair : pairs) {
-    if (pair.diff_class == DiffClass::k_unchanged && quiet(pair)) {
-      quiet_bytes += run.checks[pair.now].id.size();
+  if (options.name_quiet_checks) {
+    size_t quiet_bytes = 0;
+    for (const Pair& pair : pairs) {
+      if (pair.diff_class == DiffClass::k_unchanged && quiet(pair)) {
+        quiet_bytes += run.checks[pair.now].id.size();
+      }
     }
+    result.quiet.reserve(pairs.size(), quiet_bytes);
   }
-  result.quiet.reserve(pairs.size(), quiet_bytes);
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Pair& pair = pairs[i];
     if (pair.diff_class == DiffClass::k_unchanged && quiet(pair)) {
-      result.quiet.add(run.checks[pair.now].id, run.checks[pair.now].experiment);
+      if (options.name_quiet_checks) {
+        result.quiet.add(run.checks[pair.now].id, run.checks[pair.now].experiment);
+      } else {
+        result.quiet.count_unnamed();
+      }
     } else {
       listed[static_cast<size_t>(pair.diff_class)].push_back(i);
     }

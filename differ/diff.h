@@ -55,6 +55,9 @@ const std::vector<DiffClass>& all_diff_classes();
 struct DiffOptions {
   double drift_factor = 10.0;  // max_abs must grow by more than this factor to count as drift
   double drift_floor = 1e-12;  // ... and end above this absolute value (noise around zero is not drift)
+  // Name the quiet checks (DiffResult::quiet), as JUnit needs; false: count them only
+  // (`diff` without --junit: a million ids copied for nothing).
+  bool name_quiet_checks = true;
 };
 
 // One experiment whose model or config file changed between baseline and run.
@@ -87,14 +90,19 @@ struct CheckDiff {
 class QuietChecks {
  public:
   void add(std::string_view id, std::string_view experiment);
+  // One more quiet check, counted but not named (DiffOptions::name_quiet_checks false).
+  void count_unnamed() { ++m_unnamed; }
   // Room for `count` checks whose ids take `id_bytes` in all.
   void reserve(size_t count, size_t id_bytes);
-  size_t size() const { return m_ids.size(); }
-  bool empty() const { return m_ids.empty(); }
+  size_t size() const { return m_ids.size() + m_unnamed; }
+  bool empty() const { return size() == 0; }
+  // Whether id() and experiment() name every quiet check (false when some were only counted).
+  bool named() const { return m_unnamed == 0; }
   std::string_view id(size_t i) const { return std::string_view(m_text).substr(m_ids[i].first, m_ids[i].second); }
   const std::string& experiment(size_t i) const { return m_experiments[m_experiment_of[i]]; }
 
  private:
+  size_t m_unnamed = 0;
   std::string m_text;                            // the ids, one after the other
   std::vector<std::pair<size_t, size_t>> m_ids;  // (offset, length) in m_text, in id order
   std::vector<std::string> m_experiments;        // distinct experiment names

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 namespace driftgate {
@@ -105,6 +106,10 @@ std::string render_junit(const Report& report) {
   int64_t failures = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> suite_counts;
   const QuietChecks& quiet_checks = report.diff->quiet;
+  if (!quiet_checks.named()) {
+    // A diff made with DiffOptions::name_quiet_checks false cannot list every check.
+    throw std::logic_error("render_junit: the diff counted its quiet checks without naming them");
+  }
   for (size_t i = 0; i < quiet_checks.size(); ++i) {
     quiet[quiet_checks.experiment(i)].push_back(i);
     suites[quiet_checks.experiment(i)];

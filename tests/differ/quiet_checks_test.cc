@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,28 @@ TEST(QuietChecks, AreTheUnchangedChecksWithoutANoteNamedInIdOrderWithTheirExperi
   }
   EXPECT_EQ(total, static_cast<int64_t>(f.all_ids().size()));
   EXPECT_EQ(result.checks.size() + result.quiet.size(), f.all_ids().size());
+}
+
+// Without JUnit nothing names the quiet checks: `diff` only counts them, and the rest of
+// the result is the same.
+TEST(QuietChecks, CountedOnlyWhenNotNamedWithTheSameResultOtherwise) {
+  Fixture f;
+  DiffResult named = diff_runs(f.run, f.baseline);
+  DiffOptions options;
+  options.name_quiet_checks = false;
+  DiffResult counted = diff_runs(f.run, f.baseline, options);
+  EXPECT_TRUE(named.quiet.named());
+  EXPECT_FALSE(counted.quiet.named());
+  EXPECT_EQ(counted.quiet.size(), named.quiet.size());
+  EXPECT_EQ(counted.counts, named.counts);
+  ASSERT_EQ(counted.checks.size(), named.checks.size());
+  for (size_t i = 0; i < named.checks.size(); ++i) {
+    EXPECT_EQ(counted.checks[i].id, named.checks[i].id);
+    EXPECT_EQ(counted.checks[i].diff_class, named.checks[i].diff_class);
+  }
+  Report report = make_report(f.run, found(f.baseline), std::move(counted), GatePolicy{});
+  EXPECT_NE(render_json(report).find("\"unlisted_unchanged\": 8,"), std::string::npos) << render_json(report);
+  EXPECT_THROW(render_junit(report), std::logic_error);  // it could not list every check
 }
 
 TEST(QuietChecks, JunitHasOnePassedTestcasePerCheckQuietOnesIncluded) {
