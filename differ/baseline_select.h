@@ -36,15 +36,15 @@ struct SelectionRequest {
 
 struct BaselineSelection {
   bool found = false;
-  std::string sha;            // the baseline's commit
-  std::string env_key;        // the baseline's environment key
-  int steps = 0;              // first-parent steps from start_sha to sha (0: the start itself)
-  std::string start_sha;      // where the walk began: the merge base, or the run's commit
-  bool env_mismatch = false;  // the baseline is of another environment (allow_env_mismatch)
-  std::string env_changes;    // baseline environment -> run environment, "onednn 2.6.3 -> 3.1"
+  std::string sha;                  // the baseline's commit
+  std::string env_key;              // the baseline's environment key
+  int steps = 0;                    // first-parent steps from start_sha to sha (0: the start itself)
+  std::string start_sha;            // where the walk began: the merge base, or the run's commit
+  bool env_mismatch = false;        // the baseline is of another environment (allow_env_mismatch)
+  std::string env_changes;          // baseline environment -> run environment, "onednn 2.6.3 -> 3.1"
   std::optional<RunFile> baseline;  // the baseline read in full (unless the request said not to load it)
-  std::string reason;              // when !found: why, in one line
-  std::vector<std::string> notes;  // things the user should know either way (shallow-clone fallback)
+  std::string reason;               // when !found: why, in one line
+  std::vector<std::string> notes;   // things the user should know either way (shallow-clone fallback)
 };
 
 // The text of the note added when a shallow clone lacks the merge base.

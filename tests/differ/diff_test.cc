@@ -359,9 +359,11 @@ TEST(Diff, MergeInIdOrderAgreesWithHashAndSortOnRandomRuns) {
       expected.emplace_back(DiffClass::k_missing, id);
     }
     std::sort(expected.begin(), expected.end());
-    EXPECT_TRUE(std::is_sorted(result.checks.begin(), result.checks.end(), [](const CheckDiff& a, const CheckDiff& b) {
-      return std::tie(a.diff_class, a.id) < std::tie(b.diff_class, b.id);
-    })) << "entries in (class, id) order, round " << round;
+    EXPECT_TRUE(std::is_sorted(result.checks.begin(), result.checks.end(),
+                               [](const CheckDiff& a, const CheckDiff& b) {
+                                 return std::tie(a.diff_class, a.id) < std::tie(b.diff_class, b.id);
+                               }))
+        << "entries in (class, id) order, round " << round;
     std::vector<std::pair<DiffClass, std::string>> all = classes_of(result);
     ASSERT_EQ(all.size(), expected.size()) << "round " << round;
     for (size_t i = 0; i < expected.size(); ++i) {
