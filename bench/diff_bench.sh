@@ -63,27 +63,26 @@ floor_cpu=$(echo "$cat_user + $cat_sys" | bc)
 echo "floor: cat run baseline > /dev/null: $floor s wall, $floor_cpu s CPU"
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages) on $(nproc) CPUs before the diff"
-set +e
-/usr/bin/time -f '%e %M %U %S' -o time.txt "$driftgate" diff run.jsonl --store store -q --report report.json >diff.out
-code=$?
-set -e
-read -r elapsed rss_kb user sys < <(tail -1 time.txt)
-cpu=$(echo "$user + $sys" | bc)
-echo "diff: $elapsed s wall, $cpu s CPU, peak RSS $((rss_kb / 1024)) MB, exit $code ($(head -1 diff.out))"
-echo "ratio: $(echo "scale=1; $elapsed / $floor" | bc)x the floor in wall time (target <= 5x)"
-if [[ $(echo "$floor_cpu > 0" | bc) == 1 ]]; then
-  echo "ratio: $(echo "scale=1; $cpu / $floor_cpu" | bc)x the floor in CPU time"
-fi
 
+# timed_diff LABEL RUN FLOOR: times `driftgate diff RUN` (report.json, and the proposed
+# baseline when the gate fails) and prints it beside FLOOR seconds of `cat`.
+timed_diff() {
+  local label=$1 run=$2 floor=$3 code elapsed rss_kb user sys cpu
+  set +e
+  /usr/bin/time -f '%e %M %U %S' -o "time_$label.txt" "$driftgate" diff "$run" --store store -q \
+    --report "report_$label.json" >"diff_$label.out"
+  code=$?
+  set -e
+  read -r elapsed rss_kb user sys < <(tail -1 "time_$label.txt")
+  cpu=$(echo "$user + $sys" | bc)
+  echo "$label diff: $elapsed s wall, $cpu s CPU, peak RSS $((rss_kb / 1024)) MB, exit $code ($(head -1 "diff_$label.out")); floor $floor s"
+  echo "ratio: $(echo "scale=1; $elapsed / $floor" | bc)x the floor in wall time, $label gate (target <= 5x)"
+  if [[ $label == failing && $(echo "$floor_cpu > 0" | bc) == 1 ]]; then
+    echo "ratio: $(echo "scale=1; $cpu / $floor_cpu" | bc)x the floor in CPU time, $label gate"
+  fi
+}
+
+timed_diff failing run.jsonl "$floor"
 # The passing gate: the same sizes, nothing regressed, so no proposal is written.
 cat "store/$key/$base.jsonl" run_pass.jsonl >/dev/null
-pass_floor=$(seconds cat "store/$key/$base.jsonl" run_pass.jsonl)
-set +e
-/usr/bin/time -f '%e %M %U %S' -o time_pass.txt "$driftgate" diff run_pass.jsonl --store store -q --report report_pass.json \
-  >diff_pass.out
-code=$?
-set -e
-read -r elapsed rss_kb user sys < <(tail -1 time_pass.txt)
-cpu=$(echo "$user + $sys" | bc)
-echo "passing diff: $elapsed s wall, $cpu s CPU, peak RSS $((rss_kb / 1024)) MB, exit $code ($(head -1 diff_pass.out)); floor $pass_floor s"
-echo "ratio: $(echo "scale=1; $elapsed / $pass_floor" | bc)x the floor in wall time, passing gate (target <= 5x)"
+timed_diff passing run_pass.jsonl "$(seconds cat "store/$key/$base.jsonl" run_pass.jsonl)"
