@@ -324,8 +324,6 @@ bool timings_tail(Cursor& in) {
          in.literal("}}");
 }
 
-// The canonical check at the start of `in` (see read_canonical_check); where it ends
-// (past its closing brace), or null when it is in any other form.
 // A block (`"tolerance"`'s or an `"observed_*"` object) the same bytes as the one
 // `memo` holds, read before by `read` and accepted, is accepted without reading it
 // again: both end in '}', so what follows is checked as it would be. Otherwise `read`
@@ -346,6 +344,8 @@ bool block(Cursor& in, std::string_view* memo, Read&& read) {
   return true;
 }
 
+// The canonical check at the start of `in` (see read_canonical_check); where it ends
+// (past its closing brace), or null when it is in any other form.
 const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo) {
   const char* line = in.at();
   std::string_view input;
@@ -437,6 +437,15 @@ const char* parse_like(std::string_view available, const CheckDigest& like, Chec
   return tail.at();
 }
 
+// For the *_at readers: the length of the first line of `text` when a parse of it
+// stopped at that line's newline (`end`, null when it refused), else 0.
+size_t first_line_read(std::string_view text, const char* end) {
+  if (end == nullptr || end == text.data() + text.size() || *end != '\n') {
+    return 0;
+  }
+  return static_cast<size_t>(end - text.data());
+}
+
 }  // namespace
 
 bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest) {
@@ -458,12 +467,11 @@ size_t read_check_like_at(std::string_view text, const CheckDigest& like, CheckD
     return 0;
   }
   CheckDigest read;
-  const char* end = parse_like(text, like, read);
-  if (end == nullptr || end == text.data() + text.size() || *end != '\n') {
-    return 0;
+  size_t length = first_line_read(text, parse_like(text, like, read));
+  if (length != 0) {
+    digest = read;
   }
-  digest = read;
-  return static_cast<size_t>(end - text.data());
+  return length;
 }
 
 bool read_canonical_check(std::string_view line, CheckDigest& digest) {
@@ -481,11 +489,7 @@ size_t read_canonical_check_at(std::string_view text, CheckDigest& digest, Canon
     return 0;
   }
   Cursor in(text);
-  const char* end = parse_canonical(in, digest, memo);
-  if (end == nullptr || end == text.data() + text.size() || *end != '\n') {
-    return 0;
-  }
-  return static_cast<size_t>(end - text.data());
+  return first_line_read(text, parse_canonical(in, digest, memo));
 }
 
 }  // namespace driftgate

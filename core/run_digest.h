@@ -156,10 +156,6 @@ bool read_canonical_check(std::string_view line, CheckDigest& digest);
 // views (equal text), so `like` must outlive it unless the caller copies them.
 bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest& digest);
 
-// The same two over the line at the start of `text`, a run of lines whose last byte
-// is '\n' (what read_run_digest holds: it need not find each line's end first). The
-// length of the line read (its '\n' follows it), or 0 where the one-line function
-// would say false for that line.
 // What read_canonical_check_at remembers between lines of one text (blocks of a check
 // that its neighbours repeat byte for byte): its views point into that text, so a memo
 // is for one text only. Empty views: nothing remembered.
@@ -167,6 +163,11 @@ struct CanonicalMemo {
   std::string_view tolerance;
   std::string_view observed;
 };
+
+// The same two over the line at the start of `text`, a run of lines whose last byte
+// is '\n' (what read_run_digest holds: it need not find each line's end first). The
+// length of the line read (its '\n' follows it), or 0 where the one-line function
+// would say false for that line.
 size_t read_canonical_check_at(std::string_view text, CheckDigest& digest, CanonicalMemo* memo = nullptr);
 size_t read_check_like_at(std::string_view text, const CheckDigest& like, CheckDigest& digest);
 

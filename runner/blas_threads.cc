@@ -34,9 +34,4 @@ void set_blas_threads(int threads) {
   }
 }
 
-std::string blas_thread_control() {
-  return get_threads() != nullptr && set_threads() != nullptr ? "follows backend threads (openblas_set_num_threads)"
-                                                              : "none (single-threaded BLAS)";
-}
-
 }  // namespace driftgate

@@ -10,8 +10,6 @@
 // Torch-free header.
 #pragma once
 
-#include <string>
-
 namespace driftgate {
 
 // The loaded BLAS's thread count (openblas_get_num_threads), or 0 when it has no
@@ -20,9 +18,5 @@ int blas_threads();
 
 // Sets the loaded BLAS's thread count when it has the control; nothing otherwise.
 void set_blas_threads(int threads);
-
-// For messages: "follows backend threads (openblas_set_num_threads)" where the runner
-// controls them, else "none (single-threaded BLAS)".
-std::string blas_thread_control();
 
 }  // namespace driftgate

@@ -162,7 +162,7 @@ TEST_F(BackendTest, OneDnnFlagAndThreadsAreSetForTheForwardAndRestored) {
 // OpenBLAS's pool is not LibTorch's: at::set_num_threads leaves it at the core count.
 TEST_F(BackendTest, BlasThreadsFollowTheBackendAndAreRestored) {
   if (blas_threads() == 0) {
-    GTEST_SKIP() << "the loaded BLAS has no thread control (" << blas_thread_control() << ")";
+    GTEST_SKIP() << "the loaded BLAS has no thread control (no openblas_set_num_threads)";
   }
   set_blas_threads(3);
   if (blas_threads() == 1) {
@@ -178,7 +178,6 @@ TEST_F(BackendTest, BlasThreadsFollowTheBackendAndAreRestored) {
   BackendInstance instance = load(spec);
   at::Tensor output = first_output(instance.forward(m_input));
   EXPECT_EQ(blas_threads(), 1);  // restored after the forward
-  EXPECT_NE(blas_thread_control().find("openblas_set_num_threads"), std::string::npos);
 }
 
 TEST_F(BackendTest, TrainingFlagIsClearedSoTheModelRunsInEval) {
