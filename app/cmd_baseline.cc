@@ -20,6 +20,7 @@
 #include "core/record.h"
 #include "core/suggest.h"
 #include "differ/baseline_accept.h"
+#include "differ/baseline_proposal.h"
 #include "differ/baseline_select.h"
 #include "differ/baseline_store.h"
 #include "differ/store_spec.h"
@@ -42,6 +43,8 @@ struct BaselineRequest {
   std::string repo = ".";              // a directory inside the git checkout
   bool allow_dirty = false;            // store a run made with uncommitted changes
   std::string run_path = "run.jsonl";  // accept: the run whose values are taken
+  bool run_given = false;              // accept: --run was given
+  std::string proposal_path;           // accept: a failing diff's proposal to apply instead of a run
   std::string reason;                  // accept: why the new values are right
   std::optional<std::string> base;     // accept: the target branch, to find the baseline to start from
   std::string env_key;                 // show: which environment ("" = the only one with that commit)
@@ -52,6 +55,7 @@ struct BaselineRequest {
 const CommandHelp k_help{
     "driftgate baseline update RUN.jsonl [--store DIR] [--allow-dirty]\n"
     "       driftgate baseline accept CHECK-GLOB... --reason TEXT [--run RUN.jsonl] [--base REV]\n"
+    "       driftgate baseline accept --proposal FILE --reason TEXT\n"
     "       driftgate baseline show [SHA] [--env KEY]\n"
     "       driftgate baseline list\n"
     "       driftgate baseline prune --keep N [--dry-run]",
@@ -60,8 +64,11 @@ const CommandHelp k_help{
     "outside a git checkout, and one made with uncommitted changes unless --allow-dirty.\n"
     "accept takes the run's values for the checks matching any CHECK-GLOB (fnmatch; '*' also matches '/') into\n"
     "the baseline of the run's commit, starting from that commit's baseline or else the one diff would choose;\n"
-    "other checks keep their baseline values. Who (git config user, else $USER), when (UTC; SOURCE_DATE_EPOCH\n"
-    "when set) and why are appended to DIR/<env-key>/<sha>.accepted.jsonl.\n"
+    "other checks keep their baseline values, and so do matching checks whose values did not change (only\n"
+    "their timings). Who (git config user, else $USER), when (UTC; SOURCE_DATE_EPOCH when set) and why are\n"
+    "appended to DIR/<env-key>/<sha>.accepted.jsonl. accept --proposal applies the proposal a failing diff\n"
+    "wrote (the changes only; no run file needed) to the baseline it was made from, refusing it when that\n"
+    "baseline has changed since.\n"
     "show prints one baseline (default: HEAD's) with its acceptance log; list prints every baseline.\n"
     "prune keeps the N newest baselines per environment key, newest by HEAD's first-parent history (baselines\n"
     "of commits not on it are kept and listed), or by file modification time outside a git checkout.",
@@ -83,8 +90,10 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
       "allow-dirty", po::bool_switch(&request.allow_dirty),
       "update/accept: store a run made with uncommitted changes to tracked files")(
       "run", po::value<std::string>(&request.run_path)->default_value("run.jsonl"),
-      "accept: the run whose values are taken")("reason", po::value<std::string>(&request.reason),
-                                                "accept: why the new values are right (required)")(
+      "accept: the run whose values are taken")(
+      "proposal", po::value<std::string>(&request.proposal_path),
+      "accept: apply this proposal of a failing diff (its baseline-proposal.jsonl) instead of globs and a run")(
+      "reason", po::value<std::string>(&request.reason), "accept: why the new values are right (required)")(
       "base", po::value<std::string>(&base),
       "accept: target branch, to find the baseline to start from (default: the CI's PR/MR base SHA)")(
       "env", po::value<std::string>(&request.env_key), "show: the environment key (default: the only one)")(
@@ -99,6 +108,7 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
   if (variables.count("base") != 0) {
     request.base = base;
   }
+  request.run_given = !variables["run"].defaulted();
   if (request.action.empty()) {
     throw Error(std::string("driftgate baseline: missing action; ") + k_actions_help +
                 "; see driftgate baseline --help");
@@ -197,7 +207,60 @@ RunFile accept_base(CommandContext& context, const BaselineRequest& request, con
   return *selection.baseline;
 }
 
+// "accepted 2 checks and removed 1 into baseline K/S.jsonl (from baseline 1234567); logged at ...".
+void say_accepted(std::ostream& out, const AcceptOutcome& outcome, const std::string& source, const std::string& stored,
+                  const std::string& from_sha, const std::string& logged_at) {
+  out << "accepted " << outcome.accepted.size() << " checks"
+      << (outcome.removed.empty() ? "" : " and removed " + std::to_string(outcome.removed.size())) << source
+      << " into baseline " << stored << " (from baseline " << from_sha.substr(0, 7) << ")"
+      << (outcome.unchanged == 0 ? ""
+                                 : "; " + std::to_string(outcome.unchanged) +
+                                       " matching checks already held the run's values and kept their lines")
+      << "; logged at " << logged_at << "\n";
+}
+
+// accept --proposal: the changes a failing diff proposed, applied to the baseline it chose.
+int accept_proposal(CommandContext& context, const BaselineRequest& request) {
+  const std::string usage = "driftgate baseline accept --proposal FILE --reason TEXT";
+  if (!request.operands.empty() || request.run_given || request.base) {
+    usage_error("accept",
+                "--proposal takes no CHECK-GLOB, --run or --base (the proposal names its checks and "
+                "its baseline)",
+                usage);
+  }
+  if (request.reason.empty()) {
+    usage_error("accept", "missing --reason (why the new values are right; it is logged beside the baseline)", usage);
+  }
+  BaselineProposal proposal = read_baseline_proposal(request.proposal_path);
+  const CommitInfo& commit = proposal.header.commit;
+  if (commit.dirty && !request.allow_dirty) {
+    throw Error(request.proposal_path +
+                ": the proposal's run was made with uncommitted changes to tracked files on "
+                "top of " +
+                commit.sha.substr(0, 7) +
+                ", so it does not stand for that commit; commit the changes "
+                "and run again, or pass --allow-dirty to store it anyway");
+  }
+  std::unique_ptr<BaselineStore> store = open_store(request, true);
+  std::optional<RunFile> base = store->load(proposal.env_key, proposal.base_sha);
+  if (!base) {
+    throw Error(request.proposal_path + ": its baseline " + proposal.env_key + "/" + proposal.base_sha +
+                " is not in the store " + request.store + " (pruned, or another --store); run driftgate diff again");
+  }
+  AcceptOutcome outcome = apply_baseline_proposal(proposal, *base, request.proposal_path);
+  std::optional<GitRepo> repo = GitRepo::open(request.repo);
+  Acceptance acceptance{who(repo, context.env), timestamp(context.env), request.reason,   proposal.globs,
+                        proposal.run_sha,       proposal.base_sha,      outcome.accepted, outcome.removed};
+  std::string stored = store->save_accepted(outcome.baseline, acceptance.to_json_line());
+  say_accepted(context.out, outcome, " from proposal " + request.proposal_path, stored, proposal.base_sha,
+               store->acceptance_log(proposal.env_key, proposal.run_sha).back().first);
+  return 0;
+}
+
 int accept(CommandContext& context, const BaselineRequest& request) {
+  if (!request.proposal_path.empty()) {
+    return accept_proposal(context, request);
+  }
   const std::string usage = "driftgate baseline accept CHECK-GLOB... --reason TEXT [--run RUN.jsonl]";
   if (request.operands.empty()) {
     usage_error("accept", "missing CHECK-GLOB (which checks to accept, e.g. 'resnet18/*')", usage);
@@ -211,6 +274,12 @@ int accept(CommandContext& context, const BaselineRequest& request) {
   std::optional<GitRepo> repo = GitRepo::open(request.repo);
   RunFile base = accept_base(context, request, *store, run, repo);
   AcceptOutcome outcome = accept_checks(run, base, request.operands);
+  if (outcome.accepted.empty() && outcome.removed.empty() && outcome.unchanged != 0) {
+    context.out << "nothing to accept: the " << outcome.unchanged << " matching checks of " << request.run_path
+                << " already hold the run's values in baseline " << base.header.commit.sha.substr(0, 7)
+                << " (up to their timings); nothing was stored\n";
+    return 0;
+  }
   if (outcome.accepted.empty() && outcome.removed.empty()) {
     std::vector<std::string> ids;
     for (const auto& check : run.checks) {
@@ -224,11 +293,8 @@ int accept(CommandContext& context, const BaselineRequest& request) {
   Acceptance acceptance{who(repo, context.env), timestamp(context.env), request.reason,   request.operands,
                         run.header.commit.sha,  base.header.commit.sha, outcome.accepted, outcome.removed};
   std::string stored = store->save_accepted(outcome.baseline, acceptance.to_json_line());
-  context.out << "accepted " << outcome.accepted.size() << " checks"
-              << (outcome.removed.empty() ? "" : " and removed " + std::to_string(outcome.removed.size()))
-              << " into baseline " << stored << " (from baseline " << base.header.commit.sha.substr(0, 7)
-              << "); logged at "
-              << store->acceptance_log(run.header.environment.key(), run.header.commit.sha).back().first << "\n";
+  say_accepted(context.out, outcome, "", stored, base.header.commit.sha,
+               store->acceptance_log(run.header.environment.key(), run.header.commit.sha).back().first);
   return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "core/run_digest.h"
 #include "core/suggest.h"
 #include "differ/baseline_accept.h"
+#include "differ/baseline_proposal.h"
 #include "differ/baseline_select.h"
 #include "differ/baseline_store.h"
 #include "differ/diff.h"
@@ -53,7 +54,7 @@ struct DiffRequest {
   std::string report_path;            // report.json to write ("" = none)
   std::string markdown_path;          // summary.md to write ("" = none)
   std::string junit_path;             // JUnit XML to write ("" = none)
-  std::string propose_path;           // proposed baseline on failure ("" = next to --report, or none)
+  std::string propose_path;           // the proposal on failure ("" = next to --report, or none)
   std::string policy_path;            // gate policy YAML ("" = the default policy)
   std::string today;                  // YYYY-MM-DD for allowlist expiry ("" = today, UTC)
   std::string format = "auto";        // stdout: auto (text on a terminal, else markdown), text, markdown
@@ -116,8 +117,8 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "markdown", po::value<std::string>(&request.markdown_path), "also write the markdown summary to FILE")(
       "junit", po::value<std::string>(&request.junit_path), "write JUnit XML to FILE (one testcase per check)")(
       "propose", po::value<std::string>(&request.propose_path),
-      "when the gate fails, write the baseline that accepting the gated checks would give to FILE (default: "
-      "proposed-baseline.jsonl next to --report)")(
+      "when the gate fails, write what accepting the gated checks would change in the baseline to FILE, which "
+      "baseline accept --proposal applies (default: baseline-proposal.jsonl next to --report)")(
       "policy", po::value<std::string>(&request.policy_path),
       "gate policy YAML: gated classes, per-experiment overrides, allowlist (default: regressed, crashed, missing)")(
       "today", po::value<std::string>(&request.today),
@@ -188,39 +189,44 @@ std::vector<std::string> refresh_globs(const Report& report) {
   return std::vector<std::string>(experiments.begin(), experiments.end());
 }
 
-// Fills the report's refresh command and writes the proposed baseline, for a failing diff.
+// Fills the report's refresh command and writes the proposal, for a failing diff.
 void propose_refresh(Report& report, const DiffRequest& request, const RunDigest& run, const RunDigest& baseline) {
   if (report.verdict != Verdict::k_fail || report.env_mismatch) {
     return;
   }
   std::vector<std::string> globs = refresh_globs(report);
+  std::string store_arguments;  // where both commands find the store
+  if (request.store_kind != "dir") {
+    store_arguments += " --store-kind " + shell_quote(request.store_kind);
+  }
+  if (request.store != "baselines") {
+    store_arguments += " --store " + shell_quote(request.store);
+  }
+  if (request.repo != ".") {
+    store_arguments += " --repo " + shell_quote(request.repo);
+  }
   std::string command = "driftgate baseline accept";
   for (const auto& glob : globs) {
     command += " " + shell_quote(glob);
   }
-  command += " --reason 'WHY THE NEW VALUES ARE RIGHT' --run " + shell_quote(request.run_path);
-  if (request.store_kind != "dir") {
-    command += " --store-kind " + shell_quote(request.store_kind);
-  }
-  if (request.store != "baselines") {
-    command += " --store " + shell_quote(request.store);
-  }
-  if (request.repo != ".") {
-    command += " --repo " + shell_quote(request.repo);
-  }
+  command += " --reason 'WHY THE NEW VALUES ARE RIGHT' --run " + shell_quote(request.run_path) + store_arguments;
   if (request.base) {
     command += " --base " + shell_quote(*request.base);
   }
   report.refresh_command = command;
   std::string path = request.propose_path;
   if (path.empty() && !request.report_path.empty()) {
-    path = parent_directory(request.report_path) + "/proposed-baseline.jsonl";
+    path = parent_directory(request.report_path) + "/baseline-proposal.jsonl";
   }
   if (path.empty()) {
     return;
   }
-  write_accepted_baseline(path, run, baseline, globs);
+  ProposalCounts counts = write_baseline_proposal(path, run, baseline, globs);
   report.proposed_baseline = path;
+  report.proposal_changes = counts.changes;
+  report.proposal_drops = counts.drops;
+  report.proposal_command = "driftgate baseline accept --proposal " + shell_quote(path) +
+                            " --reason 'WHY THE NEW VALUES ARE RIGHT'" + store_arguments;
 }
 
 // When main() ends the process right after the command (CommandContext), the digests

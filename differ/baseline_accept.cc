@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/atomic_file.h"
+#include "core/check_json.h"
 #include "core/error.h"
+#include "core/text_compare.h"
 #include "differ/baseline_store.h"
 
 namespace driftgate {
@@ -94,18 +94,34 @@ bool matches_any(std::string_view id, const std::vector<std::string>& globs) {
 
 namespace {
 
-// What accepting `globs` makes of `base`: the header (the run's, shard 0 of 1, plus
-// experiments only `base` knows) and the chosen checks in id order, pointers into
-// both digests; with the accepted and removed ids when asked.
-struct AcceptedDigests {
-  RunHeader header;
-  std::vector<const CheckDigest*> checks;
-  std::vector<std::string> accepted;
-  std::vector<std::string> removed;
-};
+// `check`'s record: its own, or its line read in full.
+CheckRecord record_of(const CheckDigest& check) {
+  if (check.record != nullptr) {
+    return *check.record;
+  }
+  CheckLineParser parser;
+  return parse_check_line(check.line, parser);
+}
 
-AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs,
-                               bool list_ids) {
+// Whether `was` (a baseline's check) already holds `now`'s values: the two are the same
+// check line up to their timings. `twin`: `was` was vouched for by `now` when read.
+bool holds_the_same_values(const CheckDigest& now, const CheckDigest& was, bool twin) {
+  if (twin) {
+    return true;  // read_check_like: the same bytes up to the timings
+  }
+  if (now.record == nullptr && was.record == nullptr && now.timings_at != 0) {
+    return now.timings_at == was.timings_at && same_bytes(now.line.data(), was.line.data(), now.timings_at);
+  }
+  CheckRecord a = record_of(now);
+  CheckRecord b = record_of(was);
+  a.reference_ms = a.target_ms = 0.0;
+  b.reference_ms = b.target_ms = 0.0;
+  return check_to_json_line(a) == check_to_json_line(b);
+}
+
+}  // namespace
+
+AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs) {
   AcceptedDigests outcome;
   outcome.header = run.header;
   outcome.header.shard = ShardInfo{};
@@ -117,6 +133,7 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
       experiments.push_back(experiment);
     }
   }
+  const bool twins = base.like_serial != 0 && base.like_serial == run.serial;
   // One merge of both files in id order: the result comes out sorted, as a canonical
   // baseline is, without a map of a million ids or a second sort.
   outcome.checks.reserve(std::max(run.checks.size(), base.checks.size()));
@@ -128,26 +145,28 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
       if (in_base != nullptr) {
         outcome.checks.push_back(in_base);
       }
-    } else if (in_run != nullptr) {
+    } else if (in_run == nullptr) {
+      outcome.dropped.push_back(in_base);
+    } else if (in_base != nullptr && holds_the_same_values(*in_run, *in_base, twins && in_base->twin == now)) {
+      outcome.checks.push_back(in_base);
+      ++outcome.unchanged;
+    } else {
       outcome.checks.push_back(in_run);
-      if (list_ids) {
-        outcome.accepted.emplace_back(id);
+      outcome.changed.push_back(in_run);
+      if (in_base != nullptr) {
+        outcome.replaced.push_back(in_base);
       }
-    } else if (list_ids) {
-      outcome.removed.emplace_back(id);
     }
   });
   return outcome;
 }
-
-}  // namespace
 
 AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
   // Digests of parsed runs: every check points at its record. They must outlive
   // `accepted`, which points into them.
   RunDigest run_digest = digest_view(run);
   RunDigest base_digest = digest_view(base);
-  AcceptedDigests accepted = accept_digests(run_digest, base_digest, globs, true);
+  AcceptedDigests accepted = accept_digests(run_digest, base_digest, globs);
   AcceptOutcome outcome;
   outcome.baseline.header = std::move(accepted.header);
   outcome.baseline.checks.reserve(accepted.checks.size());
@@ -155,113 +174,14 @@ AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::
     outcome.baseline.checks.push_back(*check->record);
   }
   outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
-  outcome.accepted = std::move(accepted.accepted);
-  outcome.removed = std::move(accepted.removed);
+  for (const CheckDigest* check : accepted.changed) {
+    outcome.accepted.emplace_back(check->id);
+  }
+  for (const CheckDigest* check : accepted.dropped) {
+    outcome.removed.emplace_back(check->id);
+  }
+  outcome.unchanged = accepted.unchanged;
   return outcome;
-}
-
-namespace {
-
-// Where put_accepted's text goes: appended to a string, or written to a file as
-// pieces that point into the digests' text (no copy of a gigabyte of lines), all at
-// once at the end (writev, AtomicFile) unless the pieces made here grow large.
-class AcceptedSink {
- public:
-  explicit AcceptedSink(std::string& text) : m_text(&text) {}
-  explicit AcceptedSink(AtomicFile& file) : m_file(&file) {}
-
-  // `piece` stays where it is until finish(). A piece that continues the last one in
-  // memory (neighbouring lines of a sorted file) joins it.
-  void add(std::string_view piece) {
-    if (m_text != nullptr) {
-      m_text->append(piece);
-      return;
-    }
-    if (!m_pieces.empty() && m_pieces.back().data() + m_pieces.back().size() == piece.data()) {
-      m_pieces.back() = std::string_view(m_pieces.back().data(), m_pieces.back().size() + piece.size());
-    } else {
-      m_pieces.push_back(piece);
-    }
-  }
-  void add_owned(std::string piece) {
-    if (m_text != nullptr) {
-      m_text->append(piece);
-      return;
-    }
-    m_owned_bytes += piece.size();
-    m_owned.push_back(std::move(piece));
-    m_pieces.push_back(m_owned.back());
-    if (m_owned_bytes > k_owned_limit) {
-      // Checks written from their records are held here until written: bounded.
-      m_file->write(m_pieces);
-      m_pieces.clear();
-      m_owned.clear();
-      m_owned_bytes = 0;
-    }
-  }
-  void finish() {
-    if (m_file != nullptr && !m_pieces.empty()) {
-      m_file->write(m_pieces);
-    }
-    m_pieces.clear();
-    m_owned.clear();
-  }
-
- private:
-  static constexpr size_t k_owned_limit = size_t{64} << 20;
-  std::string* m_text = nullptr;
-  AtomicFile* m_file = nullptr;
-  std::vector<std::string_view> m_pieces;
-  std::deque<std::string> m_owned;  // pieces made here (deque: they do not move)
-  size_t m_owned_bytes = 0;
-};
-
-// write_run's text of `accepted`. Lines read in canonical layout are copied as they
-// were read (with the newline that follows them in their text); others are written
-// from their record.
-void put_accepted(const AcceptedDigests& accepted, AcceptedSink& out) {
-  out.add_owned(header_to_json_line(accepted.header) + "\n");
-  for (const CheckDigest* check : accepted.checks) {
-    if (check->record != nullptr) {
-      out.add_owned(check_to_json_line(*check->record) + "\n");
-    } else {
-      out.add(std::string_view(check->line.data(), check->line.size() + 1));
-    }
-  }
-  const auto& checks = accepted.checks;
-  out.add_owned(summary_to_json_line(
-                    summarize_keys(accepted.header, checks.size(),
-                                   [&checks](size_t i) {
-                                     return CheckKey{checks[i]->experiment, checks[i]->output, checks[i]->status};
-                                   })) +
-                "\n");
-  out.finish();
-}
-
-}  // namespace
-
-std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs) {
-  std::string text;
-  AcceptedSink sink(text);
-  RunDigest run_digest = digest_view(run);
-  RunDigest base_digest = digest_view(base);
-  put_accepted(accept_digests(run_digest, base_digest, globs, false), sink);
-  return text;
-}
-
-void write_accepted_baseline(const std::string& path, const RunDigest& run, const RunDigest& base,
-                             const std::vector<std::string>& globs) {
-  // A proposal, derived from the run and the stored baseline, which both stay: atomic
-  // for readers, without the fsync of a gigabyte (core/atomic_file.h).
-  AtomicFile file(path, Durability::k_replace);
-  AcceptedSink sink(file);
-  put_accepted(accept_digests(run, base, globs, false), sink);
-  file.commit();
-}
-
-void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
-                             const std::vector<std::string>& globs) {
-  write_accepted_baseline(path, digest_view(run), digest_view(base), globs);
 }
 
 std::string glob_escape(const std::string& id) {

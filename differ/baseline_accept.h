@@ -4,9 +4,9 @@
 // failing until the baseline says the new values are right. Refreshing the whole
 // baseline from the run would also bless every unrelated change, so acceptance is
 // per check: the checks matching the given globs take the run's record (or are
-// dropped when the run no longer has them); every other check keeps the old
-// baseline's record. Who accepted what, when and why is kept in the store beside
-// the baseline (an append-only log of JSON lines), so a reviewer sees it in the PR.
+// dropped when the run no longer has them), unless the old record already holds the
+// run's values; every other check keeps the old baseline's record. Who accepted what, when and why is kept in the store
+// beside the baseline (an append-only log of JSON lines), so a reviewer sees it in the PR.
 #pragma once
 
 #include <optional>
@@ -38,31 +38,36 @@ struct Acceptance {
 Acceptance parse_acceptance(const std::string& line, const std::string& where);
 
 struct AcceptOutcome {
-  RunFile baseline;  // canonical (sorted) baseline for the run's commit and environment
-  std::vector<std::string> accepted;
-  std::vector<std::string> removed;
+  RunFile baseline;                   // canonical (sorted) baseline for the run's commit and environment
+  std::vector<std::string> accepted;  // matching ids whose record now comes from the run, sorted
+  std::vector<std::string> removed;   // matching ids absent from the run, dropped, sorted
+  // Matching checks whose baseline record already holds the run's values (the same
+  // line up to its timings): kept as they were, so that a refresh changes only what
+  // changed and a reviewer is not shown a million new latencies.
+  size_t unchanged = 0;
 };
 
 // fnmatch(3) without flags: '*' also matches '/'; a backslash quotes the next character.
 bool matches_any(std::string_view id, const std::vector<std::string>& globs);
 
 // The new baseline for `run`'s commit: `base`'s checks, with those matching
-// `globs` replaced by (or, absent from the run, removed in favour of) the run's.
+// `globs` replaced by (or, absent from the run, removed in favour of) the run's,
+// unless the base's already holds the run's values.
 // The header is the run's (shard 0 of 1), plus experiments only `base` knows.
 AcceptOutcome accept_checks(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs);
-// write_run's text of accept_checks(run, base, globs).baseline, without copying a
-// record: the proposed baseline of a failing diff may hold a million checks.
-std::string accepted_baseline_text(const RunFile& run, const RunFile& base, const std::vector<std::string>& globs);
-// The same text written to `path` as it is produced (core/atomic_file.h), never held
-// in memory whole. Throws driftgate::Error when the file cannot be written.
-void write_accepted_baseline(const std::string& path, const RunFile& run, const RunFile& base,
-                             const std::vector<std::string>& globs);
-// The same from digests (what `driftgate diff` holds): check lines read in canonical
-// layout are copied as they were read (for files driftgate wrote, the same bytes; a
-// hand-edited number keeps its form, with the same value), the others written from
-// their records.
-void write_accepted_baseline(const std::string& path, const RunDigest& run, const RunDigest& base,
-                             const std::vector<std::string>& globs);
+
+// What accepting `globs` makes of `base`, as pointers into two digests (what
+// accept_checks does on parsed runs and the proposal of a failing diff on the
+// digests it holds, differ/baseline_proposal.h). One merge in id order.
+struct AcceptedDigests {
+  RunHeader header;                          // as accept_checks'
+  std::vector<const CheckDigest*> checks;    // the new baseline's checks, in id order
+  std::vector<const CheckDigest*> changed;   // run checks taken (replacing or added), in id order
+  std::vector<const CheckDigest*> replaced;  // base checks that `changed` replaced, in id order
+  std::vector<const CheckDigest*> dropped;   // base checks removed (absent from the run), in id order
+  size_t unchanged = 0;                      // as AcceptOutcome's
+};
+AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs);
 
 // `id` as a glob that matches exactly it (\\ before * ? [ ] and \\).
 std::string glob_escape(const std::string& id);

@@ -236,7 +236,10 @@ std::string render_json(const Report& report) {
           ? Json(nullptr)
           : Json{{"command", report.refresh_command},
                  {"proposed_baseline",
-                  report.proposed_baseline.empty() ? Json(nullptr) : Json(report.proposed_baseline)}};
+                  report.proposed_baseline.empty() ? Json(nullptr) : Json(report.proposed_baseline)},
+                 {"proposal_command", report.proposal_command.empty() ? Json(nullptr) : Json(report.proposal_command)},
+                 {"proposal_changes", report.proposal_changes},
+                 {"proposal_drops", report.proposal_drops}};
   // A run file may carry invalid UTF-8 in a check id or message: replace it rather than fail.
   // The checks are written one by one between the DOM-written members before and after
   // them: the same bytes as dumping one DOM holding everything (json_report_test checks).

@@ -18,7 +18,8 @@
 //     "policy": {"source", "today", "gate", "gate_origin", "experiments": [{"experiment",
 //                "gate", "origin"}], "allow": [{"check", "owner", "reason", "expires",
 //                "origin", "expired"}], "describe": ["(default) gate: [...]", ...]},
-//     "refresh": {"command", "proposed_baseline"} | null }
+//     "refresh": {"command", "proposed_baseline", "proposal_command", "proposal_changes",
+//                 "proposal_drops"} | null }
 // Fields are only ever added (a poster reads this file): "gate_origin", "allowed_by",
 // "policy" and "refresh" came after the first version. "gated" is the final
 // decision per check (class gated for its experiment and no live allowlist entry).

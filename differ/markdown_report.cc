@@ -191,11 +191,13 @@ void render_refresh(std::ostream& out, const Report& report) {
   if (report.refresh_command.empty()) {
     return;
   }
-  out << "\nIf these changes are intended, take the run's values for the gated checks into the baseline";
+  out << "\nIf these changes are intended, take the run's values for the gated checks into the baseline:\n\n"
+      << markdown_code(report.refresh_command) << "\n";
   if (!report.proposed_baseline.empty()) {
-    out << " (the result is proposed in " << markdown_code(report.proposed_baseline) << ")";
+    out << "\nor apply the proposal " << markdown_code(report.proposed_baseline) << " (" << report.proposal_changes
+        << " changed, " << report.proposal_drops << " dropped), which needs no run file:\n\n"
+        << markdown_code(report.proposal_command) << "\n";
   }
-  out << ":\n\n" << markdown_code(report.refresh_command) << "\n";
 }
 
 // The check lists: gated checks open, worst class first; the rest folded.

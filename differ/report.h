@@ -47,9 +47,13 @@ struct Report {
   std::optional<DiffResult> diff;        // absent when nothing was compared
 
   // For a failing diff: the command that takes the run's values for the gated
-  // checks into the baseline, and the baseline file that command would produce.
+  // checks into the baseline, and the proposal of what that command would change
+  // (differ/baseline_proposal.h), with the command that applies it without the run.
   std::string refresh_command;    // "" when none is proposed
-  std::string proposed_baseline;  // path of the proposed baseline file; "" when none was written
+  std::string proposed_baseline;  // path of the proposal file; "" when none was written
+  std::string proposal_command;   // "driftgate baseline accept --proposal FILE --reason ..."; "" when none
+  size_t proposal_changes = 0;    // check lines the proposal puts in (changed or added)
+  size_t proposal_drops = 0;      // checks it drops
 };
 
 // Joins a run, its baseline selection and (when a baseline was found) the diff.

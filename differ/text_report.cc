@@ -139,7 +139,8 @@ std::string render_text(const Report& report, const TextOptions& options) {
   if (!report.refresh_command.empty()) {
     out << "\nto accept the run's values for the gated checks:\n  " << report.refresh_command << "\n";
     if (!report.proposed_baseline.empty()) {
-      out << "proposed baseline: " << report.proposed_baseline << "\n";
+      out << "proposed: " << report.proposed_baseline << " (" << report.proposal_changes << " changed, "
+          << report.proposal_drops << " dropped); to apply it without the run:\n  " << report.proposal_command << "\n";
     }
   }
   return out.str();

@@ -1,5 +1,5 @@
-// Baseline refresh: accept (per check, logged), show, list, prune, and the refresh
-// command and proposed baseline a failing diff gives.
+// Baseline refresh: accept (per check, logged; from a run or a proposal), show, list,
+// prune, and the refresh command and proposal a failing diff gives.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "differ/baseline_accept.h"
+#include "differ/baseline_proposal.h"
 #include "differ/baseline_store.h"
 #include "tests/differ/test_support.h"
 #include "tests/support/temp_dir.h"
@@ -135,19 +136,85 @@ TEST_F(RefreshTest, AFailingDiffPrintsTheRefreshCommandAndProposesTheBaseline) {
   EXPECT_NE(diff.out.find("`" + command_line + "`"), std::string::npos) << diff.out;
   nlohmann::json report = nlohmann::json::parse(read_file(dir / "out/report.json"));
   EXPECT_EQ(report["refresh"]["command"], command_line);
-  EXPECT_EQ(report["refresh"]["proposed_baseline"], dir / "out/proposed-baseline.jsonl");
-  RunFile proposed = read_run_file(dir / "out/proposed-baseline.jsonl");
-  EXPECT_EQ(proposed.header.commit.sha, c2);
-  ASSERT_EQ(proposed.checks.size(), 2u);  // a and b from the run; gone removed; new not gated, not taken
-  EXPECT_EQ(proposed.checks[0].status, S::k_fail_numeric);
+  std::string proposal_path = dir / "out/baseline-proposal.jsonl";
+  EXPECT_EQ(report["refresh"]["proposed_baseline"], proposal_path);
+  std::string apply_line = "driftgate baseline accept --proposal " + proposal_path +
+                           " --reason 'WHY THE NEW VALUES ARE RIGHT' --store " + store + " --repo " + repo.dir();
+  EXPECT_EQ(report["refresh"]["proposal_command"], apply_line);
+  EXPECT_EQ(report["refresh"]["proposal_changes"], 2);
+  EXPECT_EQ(report["refresh"]["proposal_drops"], 1);
+  EXPECT_NE(diff.out.find("`" + apply_line + "`"), std::string::npos) << diff.out;
+  BaselineProposal proposal = read_baseline_proposal(proposal_path);
+  EXPECT_EQ(proposal.header.commit.sha, c2);
+  EXPECT_EQ(proposal.base_sha, c1);
+  ASSERT_EQ(proposal.changes.size(), 2u);  // a and b from the run; new not gated, not taken
+  EXPECT_EQ(proposal.changes[0].status, S::k_fail_numeric);
+  EXPECT_EQ(proposal.drops, std::vector<std::string>{id_of("gone")});
 
-  // Running the printed command gives exactly the proposed baseline, and the diff then passes.
+  // Running the printed command stores exactly what applying the proposal stores, and the diff then passes.
   EXPECT_EQ(
       command(cmd_baseline, {"accept", id_of("a"), id_of("b"), id_of("gone"), "--reason", "ok", "--run", run_path})
           .code,
       0);
-  EXPECT_EQ(read_file(store + "/" + key + "/" + c2 + ".jsonl"), read_file(dir / "out/proposed-baseline.jsonl"));
+  std::string accepted = read_file(store + "/" + key + "/" + c2 + ".jsonl");
   EXPECT_EQ(command(cmd_diff, {run_path}).code, 0);
+  DirectoryStore(store).remove(key, c2);
+  Invocation applied = command(cmd_baseline, {"accept", "--proposal", proposal_path, "--reason", "ok"});
+  EXPECT_EQ(applied.code, 0);
+  EXPECT_EQ(applied.out, "accepted 2 checks and removed 1 from proposal " + proposal_path + " into baseline " + key +
+                             "/" + c2 + ".jsonl (from baseline " + c1.substr(0, 7) + "); logged at " + store + "/" +
+                             key + "/" + c2 + ".accepted.jsonl:1\n");
+  EXPECT_EQ(read_file(store + "/" + key + "/" + c2 + ".jsonl"), accepted);
+  EXPECT_EQ(command(cmd_diff, {run_path}).code, 0);
+  // Applied again, its baseline c1 is still as it was: the same baseline, logged twice.
+  EXPECT_EQ(command(cmd_baseline, {"accept", "--proposal", proposal_path, "--reason", "again"}).code, 0);
+  EXPECT_EQ(DirectoryStore(store).acceptance_log(key, c2).size(), 2u);
+  // What --proposal refuses.
+  EXPECT_NE(error_of(cmd_baseline, {"accept", "--proposal", proposal_path, "exp/*", "--reason", "r"})
+                .find("--proposal takes no CHECK-GLOB, --run or --base"),
+            std::string::npos);
+  EXPECT_NE(error_of(cmd_baseline, {"accept", "--proposal", proposal_path}).find("missing --reason"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(cmd_baseline, {"accept", "--proposal", run_path, "--reason", "r"}).find(run_path + ":1: not a proposal"),
+      std::string::npos);
+  DirectoryStore(store).remove(key, c1);
+  EXPECT_NE(error_of(cmd_baseline, {"accept", "--proposal", proposal_path, "--reason", "r"})
+                .find(proposal_path + ": its baseline " + key + "/" + c1 + " is not in the store"),
+            std::string::npos);
+}
+
+// A matching check whose values did not change (only its timings) keeps its baseline
+// line; an accept that changes nothing says so and stores nothing.
+TEST_F(RefreshTest, AcceptingUnchangedChecksKeepsTheirLinesAndStoresNothing) {
+  RunFile base = *DirectoryStore(store).load(key, c1);
+  RunFile run = base;
+  run.header.commit.sha = c2;
+  for (auto& check : run.checks) {
+    check.reference_ms = 9.0;
+  }
+  std::ostringstream content;
+  write_run(content, run);
+  write_file_atomic(run_path, content.str());
+  Invocation nothing = command(cmd_baseline, {"accept", "exp/*", "--reason", "r", "--run", run_path});
+  EXPECT_EQ(nothing.code, 0);
+  EXPECT_EQ(nothing.out, "nothing to accept: the 3 matching checks of " + run_path +
+                             " already hold the run's values in baseline " + c1.substr(0, 7) +
+                             " (up to their timings); nothing was stored\n");
+  EXPECT_FALSE(DirectoryStore(store).contains(key, c2));
+  run.checks[0].status = S::k_fail_numeric;
+  run.summary = summarize(run.header, run.checks);
+  std::ostringstream changed;
+  write_run(changed, run);
+  write_file_atomic(run_path, changed.str());
+  Invocation one = command(cmd_baseline, {"accept", "exp/*", "--reason", "r", "--run", run_path});
+  EXPECT_EQ(one.code, 0);
+  EXPECT_NE(one.out.find("accepted 1 checks into baseline"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("; 2 matching checks already held the run's values and kept their lines"), std::string::npos)
+      << one.out;
+  RunFile stored = *DirectoryStore(store).load(key, c2);
+  EXPECT_EQ(stored.checks[0].reference_ms, 9.0);
+  EXPECT_EQ(stored.checks[1].reference_ms, base.checks[1].reference_ms);
 }
 
 TEST_F(RefreshTest, ABaselineAcceptedOnTheBranchWinsOverTheMergeBase) {
@@ -214,40 +281,9 @@ TEST(BaselineAccept, GlobsAndShellWordsAreExact) {
   EXPECT_THROW(parse_acceptance("{\"when\":1}", "log:1"), Error);
 }
 
-// The proposed baseline is written from pointers into both files (no record copies):
-// the same text as writing the accepted baseline, with kept, accepted, removed and new ids.
-TEST(BaselineAccept, TheProposedTextIsTheAcceptedBaselineWritten) {
-  const std::string base_sha = "0123456789abcdef0123456789abcdef01234567";
-  const std::string run_sha = "fedcba9876543210fedcba9876543210fedcba98";
-  RunFile base = test::make_run(
-      base_sha, test::make_environment(),
-      {test::make_check("z", CheckStatus::k_pass, 1e-6), test::make_check("a", CheckStatus::k_pass, 1e-6),
-       test::make_check("gone", CheckStatus::k_pass, 1e-6),
-       test::make_check("kept", CheckStatus::k_fail_numeric, 0.5, "old")});
-  RunFile run = test::make_run(
-      run_sha, test::make_environment(),
-      {test::make_check("a", CheckStatus::k_fail_numeric, 0.1, "new"),
-       test::make_check("kept", CheckStatus::k_pass, 1e-7), test::make_check("fresh", CheckStatus::k_pass, 1e-7),
-       test::make_check("z", CheckStatus::k_pass, 2e-6)});
-  for (const std::vector<std::string>& globs :
-       std::vector<std::vector<std::string>>{{"exp/a/*", "exp/gone/*"}, {"exp/*"}, {"nothing"}}) {
-    std::ostringstream written;
-    write_run(written, accept_checks(run, base, globs).baseline);
-    EXPECT_EQ(accepted_baseline_text(run, base, globs), written.str());
-  }
-  test::TempDir dir;
-  write_accepted_baseline(dir / "proposed.jsonl", run, base, {"exp/a/*", "exp/gone/*"});
-  EXPECT_EQ(read_file(dir / "proposed.jsonl"), accepted_baseline_text(run, base, {"exp/a/*", "exp/gone/*"}));
-  AcceptOutcome outcome = accept_checks(run, base, {"exp/a/*", "exp/gone/*"});
-  EXPECT_EQ(outcome.accepted.size(), 1u);
-  EXPECT_EQ(outcome.removed.size(), 1u);
-  ASSERT_EQ(outcome.baseline.checks.size(), 3u);  // a (from the run), kept and z (from the base), by id
-  EXPECT_EQ(outcome.baseline.checks[0].message, "new");
-  EXPECT_EQ(outcome.baseline.checks[1].message, "old");
-}
-
-// A proposed baseline of several MiB is written in pieces: the file holds exactly the text.
-TEST(BaselineAccept, AProposedBaselineWrittenInPiecesIsTheWholeText) {
+// A proposal of several MiB is written in pieces (writev of lines in the mapped run):
+// read back and applied, it is what accept gives.
+TEST(BaselineProposal, AProposalWrittenInPiecesIsWhole) {
   std::vector<CheckRecord> base_checks;
   std::vector<CheckRecord> run_checks;
   for (int i = 0; i < 12000; ++i) {
@@ -259,11 +295,25 @@ TEST(BaselineAccept, AProposedBaselineWrittenInPiecesIsTheWholeText) {
   RunFile base = test::make_run("0123456789abcdef0123456789abcdef01234567", test::make_environment(), base_checks);
   RunFile run = test::make_run("fedcba9876543210fedcba9876543210fedcba98", test::make_environment(), run_checks);
   test::TempDir dir;
+  std::ostringstream run_text;
+  write_run(run_text, run);
+  write_file_atomic(dir / "run.jsonl", run_text.str());
+  RunDigest run_digest = read_run_digest(dir / "run.jsonl");
+  RunDigest base_digest = digest_view(base);
   for (const std::vector<std::string>& globs : std::vector<std::vector<std::string>>{{"exp/*"}, {"exp/img1*"}}) {
-    std::string text = accepted_baseline_text(run, base, globs);
-    ASSERT_GT(text.size(), size_t{2} << 20);
-    write_accepted_baseline(dir / "proposed.jsonl", run, base, globs);
-    EXPECT_EQ(read_file(dir / "proposed.jsonl"), text);
+    write_baseline_proposal(dir / "proposal.jsonl", run_digest, base_digest, globs);
+    if (globs[0] == "exp/*") {
+      ASSERT_GT(read_file(dir / "proposal.jsonl").size(), size_t{2} << 20);
+    }
+    AcceptOutcome accepted = accept_checks(run, base, globs);
+    AcceptOutcome applied =
+        apply_baseline_proposal(read_baseline_proposal(dir / "proposal.jsonl"), base, dir / "proposal.jsonl");
+    std::ostringstream want;
+    std::ostringstream got;
+    write_run(want, accepted.baseline);
+    write_run(got, applied.baseline);
+    EXPECT_EQ(got.str(), want.str());
+    EXPECT_EQ(applied.accepted, accepted.accepted);
   }
 }
 

@@ -36,7 +36,7 @@ expect_contains "$work/out/report.json" "\"start_sha\": \"$c3\"" "the walk start
 expect_contains "$work/out/junit.xml" 'tests="4" failures="2"' "JUnit: one testcase per check, gated ones fail"
 expect_contains "$work/stdout" "driftgate baseline accept 'e0/in0/cpu_fp32~t0/out' 'e0/in0/cpu_fp32~t1/out'" \
   "the exact refresh command is printed"
-expect_contains "$work/out/proposed-baseline.jsonl" "\"sha\":\"$f2\"" "a proposed baseline is written next to --report"
+expect_contains "$work/out/baseline-proposal.jsonl" "\"run_sha\":\"$f2\"" "a proposal is written next to --report"
 
 # The printed command, run as printed (with a reason), makes the same diff pass.
 refresh=$(grep -o "driftgate baseline accept [^\`]*" "$work/stdout" | head -1)

@@ -22,12 +22,21 @@ for store in "$work/baselines" "notes:"; do
   expect_exit 1 "$kind: diff finds the regression against c3" -- "$DRIFTGATE" diff "$work/run.jsonl" \
     --store "$store" --report "$work/$kind.json"
   expect_contains "$work/$kind.json" "\"sha\": \"$c3\"" "$kind: the nearest ancestor's baseline is used"
-  expect_exit 0 "$kind: accept the regression" -- "$DRIFTGATE" baseline accept 'e0/in1/*' --reason "intended" \
-    --run "$work/run.jsonl" --store "$store"
-  expect_contains "$work/stdout" "accepted 2 checks into baseline" "$kind: accept says what it took"
+  expect_contains "$work/baseline-proposal.jsonl" "\"changes\":1,\"drops\":0}" "$kind: the proposal holds the change"
+  if [[ $kind == directory ]]; then
+    expect_exit 0 "$kind: accept the regression" -- "$DRIFTGATE" baseline accept 'e0/in1/*' --reason "intended" \
+      --run "$work/run.jsonl" --store "$store"
+    expect_contains "$work/stdout" "accepted 1 checks into baseline" "$kind: accept says what it took"
+    expect_contains "$work/stdout" "1 matching checks already held the run's values" "$kind: and what it kept"
+  else
+    expect_exit 0 "$kind: apply the proposal" -- "$DRIFTGATE" baseline accept --proposal \
+      "$work/baseline-proposal.jsonl" --reason "intended" --store "$store"
+    expect_contains "$work/stdout" "accepted 1 checks from proposal $work/baseline-proposal.jsonl into baseline" \
+      "$kind: accept says what it took"
+  fi
   expect_exit 0 "$kind: the diff now passes" -- "$DRIFTGATE" diff "$work/run.jsonl" --store "$store"
   expect_exit 0 "$kind: show HEAD's baseline" -- "$DRIFTGATE" baseline show --store "$store"
-  expect_contains "$work/stdout" "by E2E Tester <e2e@example.invalid>: intended (2 checks e0/in1/*" \
+  expect_contains "$work/stdout" "by E2E Tester <e2e@example.invalid>: intended (1 checks e0/in1/" \
     "$kind: show prints the acceptance log"
   expect_exit 0 "$kind: list" -- "$DRIFTGATE" baseline list --store "$store"
   expect_contains "$work/stdout" "$key: 4 baselines" "$kind: list counts per environment"
