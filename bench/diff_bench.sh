@@ -9,9 +9,9 @@
 # first and two runs for the second with make_run (bench/make_run.cc, built as
 # tests/e2e/make_run): one with a check in 1000 regressed, one with none. It stores the
 # baseline with `driftgate baseline update` (a directory store) and times two diffs:
-# the failing one, which writes report.json and the proposed baseline (~1 GB at a
-# million checks) as a CI gate does, and the passing one (report.json only: a passing
-# gate proposes nothing). Needs about 4 GB of disk per million records and GNU time
+# the failing one, which writes report.json and the proposal (the 1000 regressed
+# checks' lines, ~1 MB) as a CI gate does, and the passing one (report.json only: a
+# passing gate proposes nothing). Needs about 4 GB of disk per million records and GNU time
 # (/usr/bin/time). Prints
 # one line per figure; asserts nothing. Beside wall
 # time it prints CPU time (user + sys) of the floor and of the diff, and the load average
@@ -64,8 +64,8 @@ echo "floor: cat run baseline > /dev/null: $floor s wall, $floor_cpu s CPU"
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages) on $(nproc) CPUs before the diff"
 
-# timed_diff LABEL RUN FLOOR: times `driftgate diff RUN` (report.json, and the proposed
-# baseline when the gate fails) and prints it beside FLOOR seconds of `cat`.
+# timed_diff LABEL RUN FLOOR: times `driftgate diff RUN` (report.json, and the proposal
+# when the gate fails) and prints it beside FLOOR seconds of `cat`.
 timed_diff() {
   local label=$1 run=$2 floor=$3 code elapsed rss_kb user sys cpu
   set +e
@@ -86,3 +86,11 @@ timed_diff failing run.jsonl "$floor"
 # The passing gate: the same sizes, nothing regressed, so no proposal is written.
 cat "store/$key/$base.jsonl" run_pass.jsonl >/dev/null
 timed_diff passing run_pass.jsonl "$(seconds cat "store/$key/$base.jsonl" run_pass.jsonl)"
+# The failing gate's proposal, applied as a reviewer applies it (no run file needed).
+# It stores the baseline of the run's commit (a gigabyte, written durably), so it runs
+# last: the diffs above would otherwise have found it.
+echo "proposal: $(stat -c %s baseline-proposal.jsonl) bytes, $(head -1 baseline-proposal.jsonl | grep -o '"changes":[0-9]*,"drops":[0-9]*')"
+/usr/bin/time -f '%e %M' -o time_apply.txt "$driftgate" baseline accept --proposal baseline-proposal.jsonl \
+  --reason bench --store store >apply.out
+read -r elapsed rss_kb < <(tail -1 time_apply.txt)
+echo "apply: baseline accept --proposal: $elapsed s wall, peak RSS $((rss_kb / 1024)) MB ($(cut -c1-60 apply.out)...)"
