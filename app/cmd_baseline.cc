@@ -11,6 +11,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "app/cli_util.h"
 #include "app/command.h"
@@ -247,7 +248,7 @@ int accept_proposal(CommandContext& context, const BaselineRequest& request) {
     throw Error(request.proposal_path + ": its baseline " + proposal.env_key + "/" + proposal.base_sha +
                 " is not in the store " + request.store + " (pruned, or another --store); run driftgate diff again");
   }
-  AcceptOutcome outcome = apply_baseline_proposal(proposal, *base, request.proposal_path);
+  AcceptOutcome outcome = apply_baseline_proposal(proposal, std::move(*base), request.proposal_path);
   std::optional<GitRepo> repo = GitRepo::open(request.repo);
   Acceptance acceptance{who(repo, context.env), timestamp(context.env), request.reason,   proposal.globs,
                         proposal.run_sha,       proposal.base_sha,      outcome.accepted, outcome.removed};

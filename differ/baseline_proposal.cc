@@ -86,13 +86,12 @@ void add_to_fingerprint(std::string& text, std::string_view id, CheckStatus stat
 }
 
 // The base's checks a proposal replaces or drops, merged in id order.
-template <typename Check>
-std::vector<const Check*> touched_in_id_order(const std::vector<const Check*>& replaced,
-                                              const std::vector<const Check*>& dropped) {
-  std::vector<const Check*> touched;
+std::vector<const CheckDigest*> touched_in_id_order(const std::vector<const CheckDigest*>& replaced,
+                                                    const std::vector<const CheckDigest*>& dropped) {
+  std::vector<const CheckDigest*> touched;
   touched.reserve(replaced.size() + dropped.size());
   std::merge(replaced.begin(), replaced.end(), dropped.begin(), dropped.end(), std::back_inserter(touched),
-             [](const Check* a, const Check* b) { return std::string_view(a->id) < std::string_view(b->id); });
+             [](const CheckDigest* a, const CheckDigest* b) { return a->id < b->id; });
   return touched;
 }
 
@@ -301,55 +300,64 @@ BaselineProposal read_baseline_proposal(const std::string& path) {
   return proposal;
 }
 
-AcceptOutcome apply_baseline_proposal(const BaselineProposal& proposal, const RunFile& base,
+AcceptOutcome apply_baseline_proposal(const BaselineProposal& proposal, RunFile base,
                                       const std::string& proposal_path) {
   const std::string base_name = proposal.env_key + "/" + proposal.base_sha;
   if (base.header.commit.sha != proposal.base_sha || base.header.environment.key() != proposal.env_key) {
     throw Error(proposal_path + ": the proposal was made from baseline " + base_name + ", not " +
                 base.header.environment.key() + "/" + base.header.commit.sha);
   }
-  RunFile sorted = canonical_baseline(base);
+  auto by_id = [](const CheckRecord& a, const CheckRecord& b) { return a.id < b.id; };
+  if (!std::is_sorted(base.checks.begin(), base.checks.end(), by_id)) {
+    std::sort(base.checks.begin(), base.checks.end(), by_id);  // a stored baseline already is
+  }
   std::unordered_map<std::string_view, size_t> change_of;  // id -> index in proposal.changes
   for (size_t i = 0; i < proposal.changes.size(); ++i) {
     change_of.emplace(proposal.changes[i].id, i);
   }
   const std::vector<std::string>& drops = proposal.drops;
   std::vector<bool> in_base(proposal.changes.size(), false);
-  std::vector<const CheckRecord*> replaced;
-  std::vector<const CheckRecord*> dropped;
+  const size_t base_checks = base.checks.size();
+  size_t replaced = 0;
+  size_t dropped = 0;
+  std::string fingerprint;  // of the touched base checks, met here in id order
   AcceptOutcome outcome;
   outcome.baseline.header = proposal.header;
-  for (const auto& check : sorted.checks) {
+  outcome.baseline.checks.reserve(base_checks + proposal.changes.size());
+  for (auto& check : base.checks) {
     auto change = change_of.find(check.id);
-    if (change != change_of.end()) {
-      replaced.push_back(&check);
+    bool drop = change == change_of.end() && std::binary_search(drops.begin(), drops.end(), check.id);
+    if (change == change_of.end() && !drop) {
+      outcome.baseline.checks.push_back(std::move(check));
+      continue;
+    }
+    add_to_fingerprint(fingerprint, check.id, check.status, check.message, check.stats.has_value(),
+                       check.stats ? check.stats->max_abs : 0.0);
+    if (drop) {
+      ++dropped;
+    } else {
+      ++replaced;
       in_base[change->second] = true;
       outcome.baseline.checks.push_back(proposal.changes[change->second]);
-    } else if (std::binary_search(drops.begin(), drops.end(), check.id)) {
-      dropped.push_back(&check);
-    } else {
-      outcome.baseline.checks.push_back(check);
     }
   }
-  std::string fingerprint;
-  for (const CheckRecord* check : touched_in_id_order(replaced, dropped)) {
-    add_to_fingerprint(fingerprint, check->id, check->status, check->message, check->stats.has_value(),
-                       check->stats ? check->stats->max_abs : 0.0);
-  }
-  if (sorted.checks.size() != proposal.base_checks || dropped.size() != drops.size() ||
-      replaced.size() + dropped.size() != proposal.touched || fnv1a_hex(fingerprint) != proposal.fingerprint) {
+  if (base_checks != proposal.base_checks || dropped != drops.size() || replaced + dropped != proposal.touched ||
+      fnv1a_hex(fingerprint) != proposal.fingerprint) {
     throw Error(proposal_path + ": baseline " + base_name +
                 " no longer holds what it held when the proposal was made (" + std::to_string(proposal.base_checks) +
-                " checks then, " + std::to_string(sorted.checks.size()) +
+                " checks then, " + std::to_string(base_checks) +
                 " now, or other values for the checks it changes); run driftgate diff again for a new proposal");
   }
+  // Checks the base lacked, in id order too: one merge keeps the whole sorted.
+  auto& checks = outcome.baseline.checks;
+  const auto kept_end = static_cast<std::ptrdiff_t>(checks.size());
   for (size_t i = 0; i < proposal.changes.size(); ++i) {
     if (!in_base[i]) {
-      outcome.baseline.checks.push_back(proposal.changes[i]);  // added: the base lacked it
+      checks.push_back(proposal.changes[i]);
     }
   }
-  outcome.baseline = canonical_baseline(outcome.baseline);
-  outcome.baseline.summary = summarize(outcome.baseline.header, outcome.baseline.checks);
+  std::inplace_merge(checks.begin(), checks.begin() + kept_end, checks.end(), by_id);
+  outcome.baseline.summary = summarize(outcome.baseline.header, checks);
   for (const auto& check : proposal.changes) {
     outcome.accepted.push_back(check.id);
   }

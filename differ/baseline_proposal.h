@@ -65,7 +65,7 @@ BaselineProposal read_baseline_proposal(const std::string& path);
 // the changed ids; removed: the dropped). Throws driftgate::Error when `base` is not
 // the baseline the proposal was made from, or no longer holds what it held then for
 // the checks the proposal changes.
-AcceptOutcome apply_baseline_proposal(const BaselineProposal& proposal, const RunFile& base,
-                                      const std::string& proposal_path);
+// `base` is taken by value: a caller done with it moves it in (a million records).
+AcceptOutcome apply_baseline_proposal(const BaselineProposal& proposal, RunFile base, const std::string& proposal_path);
 
 }  // namespace driftgate
