@@ -121,7 +121,8 @@ bool holds_the_same_values(const CheckDigest& now, const CheckDigest& was, bool 
 
 }  // namespace
 
-AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs) {
+AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs,
+                               bool with_checks) {
   AcceptedDigests outcome;
   outcome.header = run.header;
   outcome.header.shard = ShardInfo{};
@@ -136,22 +137,29 @@ AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, cons
   const bool twins = base.like_serial != 0 && base.like_serial == run.serial;
   // One merge of both files in id order: the result comes out sorted, as a canonical
   // baseline is, without a map of a million ids or a second sort.
-  outcome.checks.reserve(std::max(run.checks.size(), base.checks.size()));
+  if (with_checks) {
+    outcome.checks.reserve(std::max(run.checks.size(), base.checks.size()));
+  }
+  auto keep = [&](const CheckDigest* check) {
+    if (with_checks) {
+      outcome.checks.push_back(check);
+    }
+  };
   merge_by_id(run, base, [&](size_t now, size_t was) {
     const CheckDigest* in_run = now != SIZE_MAX ? &run.checks[now] : nullptr;
     const CheckDigest* in_base = was != SIZE_MAX ? &base.checks[was] : nullptr;
     std::string_view id = in_run != nullptr ? in_run->id : in_base->id;
     if (!matches_any(id, globs)) {
       if (in_base != nullptr) {
-        outcome.checks.push_back(in_base);
+        keep(in_base);
       }
     } else if (in_run == nullptr) {
       outcome.dropped.push_back(in_base);
     } else if (in_base != nullptr && holds_the_same_values(*in_run, *in_base, twins && in_base->twin == now)) {
-      outcome.checks.push_back(in_base);
+      keep(in_base);
       ++outcome.unchanged;
     } else {
-      outcome.checks.push_back(in_run);
+      keep(in_run);
       outcome.changed.push_back(in_run);
       if (in_base != nullptr) {
         outcome.replaced.push_back(in_base);

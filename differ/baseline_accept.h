@@ -67,7 +67,9 @@ struct AcceptedDigests {
   std::vector<const CheckDigest*> dropped;   // base checks removed (absent from the run), in id order
   size_t unchanged = 0;                      // as AcceptOutcome's
 };
-AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs);
+// `with_checks` false: `checks` is left empty (a proposal needs only the changes).
+AcceptedDigests accept_digests(const RunDigest& run, const RunDigest& base, const std::vector<std::string>& globs,
+                               bool with_checks = true);
 
 // `id` as a glob that matches exactly it (\\ before * ? [ ] and \\).
 std::string glob_escape(const std::string& id);

@@ -149,7 +149,7 @@ std::string type_of(const std::string& line) {
 
 ProposalCounts write_baseline_proposal(const std::string& path, const RunDigest& run, const RunDigest& base,
                                        const std::vector<std::string>& globs) {
-  AcceptedDigests accepted = accept_digests(run, base, globs);
+  AcceptedDigests accepted = accept_digests(run, base, globs, false);
   std::vector<const CheckDigest*> touched = touched_in_id_order(accepted.replaced, accepted.dropped);
   std::string fingerprint;
   for (const CheckDigest* check : touched) {
