@@ -11,13 +11,19 @@
 //     tolerance values take no strings (the reader refuses them);
 //   - the names of statuses and tolerance rules the reader knows;
 //   - the id equal to its parts joined as make_check_id joins them.
-// Only max_abs is converted (std::from_chars, correctly rounded like the readers'
-// strtod); a negative zero is left to the full readers, which read "-0" as 0.
+// Only max_abs is converted (correctly rounded like the readers' strtod: one exact IEEE
+// operation where its digits allow, std::from_chars otherwise); a negative zero is left
+// to the full readers, which read "-0" as 0.
+//
+// Neighbouring lines of a run repeat most of their bytes, so a memo of the last line
+// read (CanonicalMemo) lets blocks and "stats" members that repeat byte for byte be
+// compared instead of parsed (see stats()).
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -27,11 +33,92 @@
 
 #include "core/record.h"
 #include "core/run_digest.h"
-#include "core/text_compare.h"
 
 namespace driftgate {
 
 namespace {
+
+// memcmp(a, b, n) == 0, in registers: two overlapping words up to 16 bytes, then 16
+// bytes at a time. Inline, so a literal's constant length folds its branches away.
+__attribute__((always_inline)) inline bool equal_bytes(const char* a, const char* b, size_t n) {
+  if (n >= 16) {
+#if defined(__SSE2__)
+    auto same16 = [a, b](size_t at) {
+      __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
+      __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
+      return _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) == 0xffff;
+    };
+    for (size_t at = 0; at + 16 < n; at += 16) {
+      if (!same16(at)) {
+        return false;
+      }
+    }
+    return same16(n - 16);  // the tail, overlapping the last block
+#else
+    return std::memcmp(a, b, n) == 0;
+#endif
+  }
+  auto word = [](const char* p, auto type) {
+    decltype(type) value = 0;
+    std::memcpy(&value, p, sizeof value);
+    return value;
+  };
+  if (n >= 8) {
+    return ((word(a, uint64_t{}) ^ word(b, uint64_t{})) |
+            (word(a + n - 8, uint64_t{}) ^ word(b + n - 8, uint64_t{}))) == 0;
+  }
+  if (n >= 4) {
+    return ((word(a, uint32_t{}) ^ word(b, uint32_t{})) |
+            (word(a + n - 4, uint32_t{}) ^ word(b + n - 4, uint32_t{}))) == 0;
+  }
+  if (n == 0) {
+    return true;
+  }
+  // One to three bytes: the first, the middle and the last cover them.
+  return ((a[0] ^ b[0]) | (a[n / 2] ^ b[n / 2]) | (a[n - 1] ^ b[n - 1])) == 0;
+}
+
+// The value of a JSON number token (number_token's grammar) when the one IEEE operation
+// m * 10^e or m / 10^-e, with the digits m and 10^|e| exact doubles, gives it (correctly
+// rounded, as from_chars would); false where from_chars must decide.
+bool exact_number(std::string_view token, double& value) {
+  static constexpr double k_powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* at = token.data();
+  const char* end = at + token.size();
+  bool negative = *at == '-';
+  at += negative ? 1 : 0;
+  uint64_t digits = 0;
+  int count = 0;
+  int scale = 0;  // the power of ten the digits are to be multiplied by
+  bool fraction = false;
+  for (; at != end && *at != 'e' && *at != 'E'; ++at) {
+    if (*at == '.') {
+      fraction = true;
+      continue;
+    }
+    digits = digits * 10 + static_cast<uint64_t>(*at - '0');
+    count += digits != 0 ? 1 : 0;  // leading zeros do not count
+    scale -= fraction ? 1 : 0;
+  }
+  if (at != end) {
+    ++at;
+    bool down = *at == '-';
+    at += *at == '-' || *at == '+' ? 1 : 0;
+    int exponent = 0;
+    for (; at != end; ++at) {
+      exponent = exponent * 10 + (*at - '0');
+    }
+    scale += down ? -exponent : exponent;
+  }
+  if (count > 15 || scale < -22 || scale > 22) {  // 15 digits: below 2^53
+    return false;
+  }
+  double mantissa = static_cast<double>(digits);
+  value = scale < 0 ? mantissa / k_powers[-scale] : mantissa * k_powers[scale];
+  value = negative ? -value : value;
+  return true;
+}
 
 class Cursor {
  public:
@@ -39,12 +126,25 @@ class Cursor {
 
   const char* at() const { return m_at; }
 
+  size_t left() const { return static_cast<size_t>(m_end - m_at); }
+  void skip(size_t count) { m_at += count; }
+
   // Consumes `text` when the line continues with it.
   bool literal(std::string_view text) {
-    if (static_cast<size_t>(m_end - m_at) < text.size() || !same_bytes(m_at, text.data(), text.size())) {
+    if (left() < text.size() || !equal_bytes(m_at, text.data(), text.size())) {
       return false;
     }
     m_at += text.size();
+    return true;
+  }
+  // The same for a literal written in the code: its length is a constant.
+  template <size_t N>
+  bool literal(const char (&text)[N]) {
+    constexpr size_t size = N - 1;
+    if (left() < size || !equal_bytes(m_at, text, size)) {
+      return false;
+    }
+    m_at += size;
     return true;
   }
 
@@ -192,9 +292,11 @@ class Cursor {
     if (!number_token(token)) {
       return false;
     }
-    auto result = std::from_chars(token.data(), token.data() + token.size(), value);
-    if (result.ec != std::errc() || result.ptr != token.data() + token.size()) {
-      return false;
+    if (!exact_number(token, value)) {
+      auto result = std::from_chars(token.data(), token.data() + token.size(), value);
+      if (result.ec != std::errc() || result.ptr != token.data() + token.size()) {
+        return false;
+      }
     }
     return !(value == 0.0 && token.front() == '-');
   }
@@ -252,63 +354,165 @@ bool observed(Cursor& in) {
          in.literal("}");
 }
 
-// The members of "stats" after "max_abs", in the writer's order: 'i' integer, 'n' number, 'a' integer array.
+// The members of "stats" in the writer's order, each with its key (the leading comma or
+// brace and the colon), its kind ('i' integer, 'n' number, 'm' the number max_abs, 'a'
+// integer array, 'o' the oracle object) and whether the writer may leave it out.
 struct Member {
-  std::string_view key;  // with the leading comma and the colon
+  std::string_view key;
   char kind;
+  bool optional;
 };
 
-constexpr Member k_stats_rest[] = {
-    {",\"max_abs_index\":", 'a'},
-    {",\"max_abs_reference\":", 'n'},
-    {",\"max_abs_target\":", 'n'},
-    {",\"max_rel\":", 'n'},
-    {",\"max_rel_index\":", 'a'},
-    {",\"rel_floor\":", 'n'},
-    {",\"max_abs_reference_value\":", 'n'},
-    {",\"nan_reference\":", 'i'},
-    {",\"nan_target\":", 'i'},
-    {",\"inf_reference\":", 'i'},
-    {",\"inf_target\":", 'i'},
-    {",\"min_atol\":", 'n'},
-    {",\"min_rtol\":", 'n'},
-    {",\"mean_abs\":", 'n'},
-    {",\"p99_abs\":", 'n'},
-    {",\"rmse\":", 'n'},
-    {",\"cosine_similarity\":", 'n'},
-    {",\"max_ulp\":", 'n'},
+constexpr Member k_stats[] = {
+    {"{\"numel\":", 'i', false},
+    {",\"mismatches\":", 'i', false},
+    {",\"mismatch_fraction\":", 'n', false},
+    {",\"max_abs\":", 'm', false},
+    {",\"max_abs_index\":", 'a', false},
+    {",\"max_abs_reference\":", 'n', false},
+    {",\"max_abs_target\":", 'n', false},
+    {",\"max_rel\":", 'n', false},
+    {",\"max_rel_index\":", 'a', false},
+    {",\"rel_floor\":", 'n', false},
+    {",\"max_abs_reference_value\":", 'n', false},
+    {",\"nan_reference\":", 'i', false},
+    {",\"nan_target\":", 'i', false},
+    {",\"inf_reference\":", 'i', false},
+    {",\"inf_target\":", 'i', false},
+    {",\"min_atol\":", 'n', false},
+    {",\"min_rtol\":", 'n', false},
+    {",\"mean_abs\":", 'n', false},
+    {",\"p99_abs\":", 'n', false},
+    {",\"rmse\":", 'n', false},
+    {",\"cosine_similarity\":", 'n', false},
+    {",\"max_ulp\":", 'n', false},
+    {",\"oracle\":", 'o', true},
+    {",\"reference_repeat_max_abs\":", 'n', true},
+    {",\"target_repeat_max_abs\":", 'n', true},
 };
+constexpr size_t k_stats_count = sizeof k_stats / sizeof k_stats[0];
+constexpr size_t k_max_abs_member = 3;
+static_assert(k_stats[k_max_abs_member].kind == 'm');
+static_assert(k_stats_count == sizeof CanonicalMemo{}.stats_ends / sizeof(uint32_t));
 
-bool stats(Cursor& in, CheckDigest& digest) {
-  if (!(in.literal("{\"numel\":") && in.integer() && in.literal(",\"mismatches\":") && in.integer() &&
-        in.literal(",\"mismatch_fraction\":") && in.number() && in.literal(",\"max_abs\":") &&
-        in.number(digest.max_abs))) {
-    return false;
+// Member `M` of "stats" (its key and value) at the cursor. False when the line does not
+// go on with it; an optional member that is not there is read as nothing.
+template <size_t M>
+bool stats_member(Cursor& in, CheckDigest& digest) {
+  constexpr Member member = k_stats[M];
+  if (!in.literal(member.key)) {
+    return member.optional;
   }
-  for (const Member& member : k_stats_rest) {
-    if (!in.literal(member.key)) {
-      return false;
+  if constexpr (member.kind == 'i') {
+    return in.integer();
+  } else if constexpr (member.kind == 'a') {
+    return in.integers();
+  } else if constexpr (member.kind == 'm') {
+    return in.number(digest.max_abs);
+  } else if constexpr (member.kind == 'o') {
+    return in.literal("{\"reference_max_abs\":") && in.number() && in.literal(",\"target_max_abs\":") && in.number() &&
+           in.literal(",\"reference_rmse\":") && in.number() && in.literal(",\"target_rmse\":") && in.number() &&
+           in.literal("}");
+  } else {
+    return in.number();
+  }
+}
+
+// How many leading bytes a[0, n) and b[0, n) share.
+size_t shared_prefix(const char* a, const char* b, size_t n) {
+  size_t at = 0;
+#if defined(__SSE2__)
+  for (; at + 16 <= n; at += 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
+    __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
+    auto same = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
+    if (same != 0xffff) {
+      return at + static_cast<size_t>(__builtin_ctz(~same));
     }
-    bool ok = member.kind == 'i' ? in.integer() : member.kind == 'a' ? in.integers() : in.number();
-    if (!ok) {
-      return false;
+  }
+  if (at < n && n >= 16) {
+    // The rest within the last sixteen bytes, which overlap those compared already.
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + n - 16));
+    __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + n - 16));
+    auto differ = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y))) & 0xffff;
+    differ >>= at - (n - 16);
+    return differ == 0 ? n : at + static_cast<size_t>(__builtin_ctz(differ));
+  }
+#endif
+  while (at < n && a[at] == b[at]) {
+    ++at;
+  }
+  return at;
+}
+
+using MemberReader = bool (*)(Cursor&, CheckDigest&);
+
+template <size_t... M>
+constexpr std::array<MemberReader, sizeof...(M)> member_readers(std::index_sequence<M...>) {
+  return {&stats_member<M>...};
+}
+
+constexpr std::array<MemberReader, k_stats_count> k_member_readers =
+    member_readers(std::make_index_sequence<k_stats_count>());
+
+// The "stats" object at the cursor, member by member. With a memo of the last one
+// read, the members the two share byte for byte, each with the byte after it (the parse
+// of a number looks at it), read as the memo's did and are not parsed again: the
+// shared bytes are found sixteen at a time, and only the members where the two differ
+// are parsed. Neighbouring checks mostly share most of their statistics. The memo's
+// ends are replaced one by one as the members are read (each after its own is used).
+bool stats(Cursor& in, CheckDigest& digest, CanonicalMemo* memo) {
+  uint32_t own_ends[k_stats_count];  // without a memo
+  uint32_t* ends = memo != nullptr ? memo->stats_ends : own_ends;
+  const char* known = memo != nullptr && !memo->stats.empty() ? memo->stats.data() : nullptr;
+  const size_t known_size = known != nullptr ? memo->stats.size() : 0;
+  const double known_max_abs = memo != nullptr ? memo->stats_max_abs : 0.0;
+  const char* object = in.at();
+  size_t known_begin = 0;  // where the memo's member `m` starts
+  bool read = true;
+  for (size_t m = 0; m < k_stats_count && read;) {
+    if (known != nullptr) {
+      // The memo's members from `m` on that lie, with the byte after them, in the bytes
+      // both share from here on; as long as the memo's and these, one past the other.
+      size_t here = static_cast<size_t>(in.at() - object);
+      size_t shared =
+          known_begin + shared_prefix(in.at(), known + known_begin, std::min(in.left(), known_size - known_begin));
+      size_t from = known_begin;
+      const size_t first = m;
+      auto shift = static_cast<uint32_t>(here - from);  // from the memo's offsets to these (modulo 2^32)
+      for (uint32_t end = ends[m]; end > known_begin && end < shared; end = ends[m]) {
+        known_begin = end;
+        ends[m] = end + shift;
+        if (++m == k_stats_count) {
+          break;
+        }
+      }
+      if (first <= k_max_abs_member && k_max_abs_member < m) {
+        digest.max_abs = known_max_abs;
+      }
+      in.skip(known_begin - from);
+      if (m == k_stats_count) {
+        break;
+      }
     }
+    size_t known_end = known != nullptr ? ends[m] : 0;
+    read = k_member_readers[m](in, digest);
+    ends[m] = static_cast<uint32_t>(in.at() - object);
+    known_begin = known_end;
+    ++m;
   }
-  if (in.literal(",\"oracle\":")) {
-    if (!(in.literal("{\"reference_max_abs\":") && in.number() && in.literal(",\"target_max_abs\":") && in.number() &&
-          in.literal(",\"reference_rmse\":") && in.number() && in.literal(",\"target_rmse\":") && in.number() &&
-          in.literal("}"))) {
-      return false;
-    }
+  read = read && in.literal("}");
+  if (memo != nullptr) {
+    size_t size = static_cast<size_t>(in.at() - object);
+    // A memo half replaced, or of an object too long for its ends, is no memo.
+    memo->stats = read && size <= UINT32_MAX ? std::string_view(object, size) : std::string_view();
+    memo->stats_max_abs = digest.max_abs;
   }
-  if (in.literal(",\"reference_repeat_max_abs\":") && !in.number()) {
-    return false;
-  }
-  if (in.literal(",\"target_repeat_max_abs\":") && !in.number()) {
+  if (!read) {
     return false;
   }
   digest.has_stats = true;
-  return in.literal("}");
+  return true;
 }
 
 // A tolerance value: put_raw_double's number (never a string: the reader's
@@ -383,32 +587,44 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
   if (in.literal(",\"observed_target\":") && !block(in, observed_memo, observed_block)) {
     return nullptr;
   }
-  if (in.literal(",\"stats\":") && !stats(in, digest)) {
+  if (in.literal(",\"stats\":") && !stats(in, digest, memo)) {
     return nullptr;
   }
   const char* timings = in.at();
-  if (!timings_tail(in)) {
+  if (memo != nullptr && !memo->timings.empty() && in.literal(memo->timings)) {
+    // The same bytes as the last line's timings member, which was read: what follows
+    // the closing brace is checked by the caller as it would be.
+  } else {
+    if (!timings_tail(in)) {
+      return nullptr;
+    }
+    if (memo != nullptr) {
+      memo->timings = std::string_view(timings, static_cast<size_t>(in.at() - timings));
+    }
+  }
+  // make_check_id: experiment/input/reference~target/output. The length first; then
+  // every piece and separator lies inside the id.
+  const std::string_view& id = digest.id;
+  if (id.size() !=
+      digest.experiment.size() + input.size() + reference.size() + target.size() + digest.output.size() + 4) {
     return nullptr;
   }
-  // make_check_id: experiment/input/reference~target/output.
-  const std::string_view& id = digest.id;
-  size_t at = 0;
-  auto part = [&](std::string_view text, char after) {
-    if (id.compare(at, text.size(), text) != 0) {
-      return false;
-    }
+  const char* at = id.data();
+  bool same_id = true;
+  auto part = [&at, &same_id ](std::string_view text, char after) __attribute__((always_inline)) {
+    same_id &= equal_bytes(at, text.data(), text.size());
     at += text.size();
-    if (after == '\0') {
-      return at == id.size();
+    if (after != '\0') {
+      same_id &= *at == after;
+      ++at;
     }
-    if (at >= id.size() || id[at] != after) {
-      return false;
-    }
-    ++at;
-    return true;
   };
-  if (!(part(digest.experiment, '/') && part(input, '/') && part(reference, '~') && part(target, '/') &&
-        part(digest.output, '\0'))) {
+  part(digest.experiment, '/');
+  part(input, '/');
+  part(reference, '~');
+  part(target, '/');
+  part(digest.output, '\0');
+  if (!same_id) {
     return nullptr;
   }
   digest.line = std::string_view(line, static_cast<size_t>(in.at() - line));
@@ -417,7 +633,7 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
 }
 
 // read_check_like over the start of `available`: where the line ends, or null.
-const char* parse_like(std::string_view available, const CheckDigest& like, CheckDigest& digest) {
+const char* like_end(std::string_view available, const CheckDigest& like) {
   size_t prefix = like.timings_at;
   if (prefix == 0 || like.record != nullptr || available.size() <= prefix ||
       std::memcmp(available.data(), like.line.data(), prefix) != 0) {  // long: libc's vector memcmp
@@ -427,14 +643,17 @@ const char* parse_like(std::string_view available, const CheckDigest& like, Chec
   if (!timings_tail(tail)) {
     return nullptr;
   }
-  // The same bytes up to the timings: the same values. The message is viewed at its
-  // offset in this line; id, experiment and output stay like's views (the same text).
-  const char* line = available.data();
+  return tail.at();
+}
+
+// The digest of the line [line, end) that like_end accepted: the same bytes up to the
+// timings, the same values. The message is viewed at its offset in this line; id,
+// experiment and output stay like's views (the same text).
+void fill_like(const char* line, const char* end, const CheckDigest& like, CheckDigest& digest) {
   digest = like;
   digest.message = std::string_view(line + (like.message.data() - like.line.data()), like.message.size());
-  digest.line = std::string_view(line, static_cast<size_t>(tail.at() - line));
+  digest.line = std::string_view(line, static_cast<size_t>(end - line));
   digest.twin = CheckDigest::k_no_twin;
-  return tail.at();
 }
 
 // For the *_at readers: the length of the first line of `text` when a parse of it
@@ -453,12 +672,11 @@ bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest
   if (line.empty() || line.back() != '}') {
     return false;
   }
-  CheckDigest read;
-  const char* end = parse_like(line, like, read);
+  const char* end = like_end(line, like);
   if (end != line.data() + line.size()) {
     return false;
   }
-  digest = read;
+  fill_like(line.data(), end, like, digest);
   return true;
 }
 
@@ -466,10 +684,9 @@ size_t read_check_like_at(std::string_view text, const CheckDigest& like, CheckD
   if (text.empty() || text.back() != '\n') {
     return 0;
   }
-  CheckDigest read;
-  size_t length = first_line_read(text, parse_like(text, like, read));
+  size_t length = first_line_read(text, like_end(text, like));
   if (length != 0) {
-    digest = read;
+    fill_like(text.data(), text.data() + length, like, digest);
   }
   return length;
 }

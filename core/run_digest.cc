@@ -11,7 +11,11 @@
 #include <cstring>
 #include <functional>
 #include <istream>
+#include <mutex>
+#include <new>
+#include <stdexcept>
 #include <streambuf>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -25,7 +29,50 @@ namespace driftgate {
 
 namespace {
 
-class StringBytes : public RunBytes {
+// The bytes a digest was read from, and memory it lends to a later read against it.
+//
+// Fresh memory is dear here: the kernel faults in and zeroes every page the first time
+// it is touched (on a VM with free page reporting, the host backs it again), and the
+// checks of a million-check run fill a hundred megabytes. The vectors a read used for
+// its halves are kept (emptied, their pages still there) with its bytes, and a read
+// with that digest as `like` (a diff's baseline, read after its run) fills them again
+// instead of fresh ones, and gives back what it does not keep.
+class ReadBytes : public RunBytes {
+ public:
+  // A vector no longer needed: emptied, it remembers how many checks' room its pages hold.
+  struct Spare {
+    std::vector<CheckDigest> checks;
+    size_t touched = 0;
+  };
+  void lend(std::vector<CheckDigest> checks, size_t touched) const {
+    touched = std::max(touched, checks.size());
+    checks.clear();
+    if (checks.capacity() == 0) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_spares.push_back(Spare{std::move(checks), touched});
+  }
+  // The spare with the most room, or none.
+  Spare borrow() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_spares.empty()) {
+      return {};
+    }
+    auto most = std::max_element(m_spares.begin(), m_spares.end(), [](const Spare& a, const Spare& b) {
+      return a.checks.capacity() < b.checks.capacity();
+    });
+    Spare spare = std::move(*most);
+    m_spares.erase(most);
+    return spare;
+  }
+
+ private:
+  mutable std::mutex m_mutex;
+  mutable std::vector<Spare> m_spares;
+};
+
+class StringBytes : public ReadBytes {
  public:
   explicit StringBytes(std::string text) : m_text(std::move(text)) {}
   std::string_view text() const override { return m_text; }
@@ -36,7 +83,7 @@ class StringBytes : public RunBytes {
 
 // A read-only private mapping of a regular file: its pages come from the page cache,
 // nothing is copied, and a page is read when first touched.
-class MappedBytes : public RunBytes {
+class MappedBytes : public ReadBytes {
  public:
   MappedBytes(void* address, size_t size) : m_address(address), m_size(size) {}
   ~MappedBytes() override { ::munmap(m_address, m_size); }
@@ -49,7 +96,7 @@ class MappedBytes : public RunBytes {
   size_t m_size;
 };
 
-std::shared_ptr<const RunBytes> open_bytes(const std::string& path) {
+std::shared_ptr<const ReadBytes> open_bytes(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
@@ -165,14 +212,79 @@ class NameArena {
   size_t m_left = 0;
 };
 
+// Has the kernel fault in the pages of [begin, begin + size) that lie wholly inside it,
+// writable, in one call: cheaper than a fault per page when they are first written.
+// Pages already there are left as they are; where the kernel cannot (before Linux
+// 5.14), the writes fault them in as they would have.
+void prefault(const void* begin, size_t size) {
+#if defined(MADV_POPULATE_WRITE)
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto first = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
+  auto last = (reinterpret_cast<uintptr_t>(begin) + size) & ~(page - 1);
+  if (last > first) {
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
+  }
+#else
+  (void)begin;
+  (void)size;
+#endif
+}
+
+// Work on a thread joined when it goes (or before, by join()); done here and now where
+// no thread can be started.
+class Background {
+ public:
+  template <typename Work>
+  explicit Background(Work work) {
+    try {
+      m_thread = std::thread(work);
+    } catch (const std::system_error&) {
+      work();
+    }
+  }
+  ~Background() { join(); }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  void join() {
+    if (m_thread.joinable()) {
+      m_thread.join();
+    }
+  }
+
+ private:
+  std::thread m_thread;
+};
+
+// Consecutive checks with the same experiment, output and status (views of the same
+// names: neighbours mostly are), for the summary: it only counts them.
+struct KeyRun {
+  CheckKey key;
+  size_t count;
+};
+
 // The check lines of one slice of a file, read on one thread.
 struct Part {
   std::vector<CheckDigest> checks;                          // in the file's order
+  size_t touched = 0;                                       // room in `checks` whose pages are there
   std::vector<size_t> order;                                // their id order; empty when that is the file's
   std::vector<std::unique_ptr<const CheckRecord>> records;  // checks read in full
   NameArena names;                                          // ids, experiments and outputs of `checks`
+  std::vector<KeyRun> keys;                                 // `checks`' keys, in runs
   bool refused = false;                                     // the strict reader must decide
 };
+
+void note_key(std::vector<KeyRun>& keys, const CheckDigest& check) {
+  if (!keys.empty()) {
+    KeyRun& last = keys.back();
+    if (last.key.experiment.data() == check.experiment.data() &&
+        last.key.experiment.size() == check.experiment.size() && last.key.output.data() == check.output.data() &&
+        last.key.output.size() == check.output.size() && last.key.status == check.status) {
+      ++last.count;
+      return;
+    }
+  }
+  keys.push_back(KeyRun{CheckKey{check.experiment, check.output, check.status}, 1});
+}
 
 // Moves the check's id, experiment and output views into `names` (experiment and output
 // shared with the previous check's when equal: neighbours mostly are). Only a previous
@@ -201,9 +313,15 @@ std::string_view leading_id(std::string_view line) {
   return end == std::string_view::npos ? std::string_view() : line.substr(k_start.size(), end - k_start.size());
 }
 
+const CheckDigest k_blank{};
+
+// How many checks' room read_part prefaults at a time (two megabytes).
+constexpr size_t k_prefault_checks = (size_t{2} << 20) / sizeof(CheckDigest);
+
 // Reads the check lines in [begin, end) of `text` into `part`. `like` (checks in id
 // order, or null): a digest whose canonical lines vouch for identical lines here.
-void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_for, const RunDigest* like, Part& part) {
+void read_lines(std::string_view text, size_t begin, size_t end, size_t reserve_for, const RunDigest* like,
+                Part& part) {
   try {
     CheckLineParser fast;
     CanonicalMemo memo;  // views into `text`, which outlives this part's reading
@@ -215,17 +333,19 @@ void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_f
     // million digests by doubling touches (and the kernel zeroes) twice the memory.
     // Room for `reserve_for` bytes of lines: the first part's vector takes the second's
     // checks too when the file is sorted (try_digest); room not used is never touched.
-    size_t first_line = line_at(text, begin, next).size() + 1;
+    size_t first = begin;
+    while (first < end && text[first] == '\n') {
+      ++first;  // blank lines say nothing of the others' length
+    }
+    size_t first_line = line_at(text, first, next).size() + 1;
     part.checks.reserve(reserve_for / first_line * 5 / 4 + 16);
-    for (size_t at = begin; at < end; at = next) {
-      if (text[at] == '\n') {
-        next = at + 1;  // an empty line
-        continue;
-      }
+    std::vector<std::string_view> ids;  // once `sorted` is false
+    bool sorted = true;
+    // The line at `at` into `check`; `next` is set past it.
+    auto read_line = [&](size_t at, CheckDigest& check) {
       // The lines from here to the part's end, which is a line's start: the last byte
       // is a '\n', as the *_at readers require.
       std::string_view rest = text.substr(at, end - at);
-      CheckDigest& check = part.checks.emplace_back();
       if (known != nullptr) {
         std::string_view id = leading_id(rest);
         if (!id.empty()) {
@@ -246,7 +366,7 @@ void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_f
               check.twin = static_cast<uint32_t>(pos);
               ++pos;
               next = at + length + 1;
-              continue;
+              return;
             }
           }
         }
@@ -256,30 +376,80 @@ void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_f
         next = at + length + 1;
         const CheckDigest* previous = part.checks.size() >= 2 ? &part.checks[part.checks.size() - 2] : nullptr;
         keep_names(check, previous, part.names);
-        continue;
+        return;
       }
       std::string_view line = line_at(text, at, next);
       auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
       fill_from_record(check, *record);
       part.records.push_back(std::move(record));
-    }
-    bool sorted = true;
-    for (size_t i = 1; i < part.checks.size() && sorted; ++i) {
-      sorted = text_less(part.checks[i - 1].id, part.checks[i].id);
+    };
+    for (size_t at = begin; at < end; at = next) {
+      if (text[at] == '\n') {
+        next = at + 1;  // an empty line
+        continue;
+      }
+      if (part.checks.size() == part.touched && part.touched < part.checks.capacity()) {
+        // Fresh room: its pages faulted in a chunk at a time, not one by one.
+        size_t until = std::min(part.checks.capacity(), part.touched + k_prefault_checks);
+        prefault(part.checks.data() + part.touched, (until - part.touched) * sizeof(CheckDigest));
+        part.touched = until;
+      }
+      // A copy of a blank digest, not one built in place: that zeroes it with a
+      // `rep stos`, slow to start for a hundred bytes.
+      part.checks.push_back(k_blank);
+      CheckDigest& check = part.checks.back();
+      read_line(at, check);
+      note_key(part.keys, check);
+      // Whether the ids come in order; once they do not, the ids for the sort (compact,
+      // where the digests are a hundred bytes apart), those before this one first.
+      if (sorted) {
+        size_t size = part.checks.size();
+        if (size >= 2 && !text_less(part.checks[size - 2].id, check.id)) {
+          sorted = false;
+          ids.reserve((end - begin) / first_line * 5 / 4 + 16);
+          for (const CheckDigest& before : part.checks) {
+            ids.push_back(before.id);
+          }
+        }
+      } else {
+        ids.push_back(check.id);
+      }
     }
     if (!sorted) {
       // The id order, found here on this thread; the merge of the parts gathers the
       // checks in it (one pass, no copy of the part in between).
-      std::vector<std::string_view> ids;
-      ids.reserve(part.checks.size());
-      for (const auto& check : part.checks) {
-        ids.push_back(check.id);
-      }
       part.order = id_order(ids);
     }
   } catch (...) {
     part.refused = true;
   }
+}
+
+// The room the merge of two parts' checks will fill (try_digest): the part read first,
+// when it has to be merged (its ids not in order), prefaults it while the other is
+// still being read, a chunk at a time until that one is done too. Its core would idle.
+struct MergeRoom {
+  const CheckDigest* room = nullptr;
+  size_t capacity = 0;
+  std::atomic<int> done{0};  // parts read
+
+  void part_read(const Part& part) {
+    bool first = done.fetch_add(1) == 0;
+    if (!first || part.order.empty()) {
+      return;
+    }
+    size_t limit = std::min(capacity, 2 * part.checks.size() + k_prefault_checks);
+    for (size_t at = 0; at < limit && done.load() < 2; at += k_prefault_checks) {
+      prefault(room + at, std::min(k_prefault_checks, limit - at) * sizeof(CheckDigest));
+    }
+  }
+};
+
+// read_lines on one of a file's two parts; see MergeRoom.
+void read_part(std::string_view text, size_t begin, size_t end, size_t reserve_for, const RunDigest* like, Part& part,
+               MergeRoom& merge_room) {
+  read_lines(text, begin, end, reserve_for, like, part);
+  merge_room.part_read(part);
 }
 
 // Where the second of two parts of [begin, end) starts: the line after the middle.
@@ -291,7 +461,7 @@ size_t middle_line(std::string_view text, size_t begin, size_t end) {
 
 // The digest of `text`, or nullopt where the strict reader must decide. Its checks
 // come out in id order (id_order is the identity).
-std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const RunDigest* like) {
+std::optional<RunDigest> try_digest(std::shared_ptr<const ReadBytes> bytes, const RunDigest* like) {
   std::string_view text = bytes->text();
   RunDigest digest;
   digest.bytes = bytes;
@@ -319,9 +489,49 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
   // Two halves, one on another thread: both cores read.
   size_t split = middle_line(text, begin, last_begin);
   Part parts[2];
+  // Memory like's read lent (the larger for the first half, which may take all checks).
+  const ReadBytes* lender = like != nullptr ? dynamic_cast<const ReadBytes*>(like->bytes.get()) : nullptr;
+  if (lender != nullptr) {
+    for (Part& part : parts) {
+      ReadBytes::Spare spare = lender->borrow();
+      part.checks = std::move(spare.checks);
+      part.touched = spare.touched;
+    }
+  }
+  // What the parts' vectors go back to when done: the lender, or this read's bytes
+  // (for a read against this digest later); none for a read with a like that lends none.
+  const ReadBytes* keeper = lender != nullptr ? lender : like == nullptr ? bytes.get() : nullptr;
+  struct GiveBack {
+    Part* parts;
+    const ReadBytes* keeper;
+    ~GiveBack() {
+      if (keeper != nullptr) {
+        for (int i = 0; i < 2; ++i) {
+          keeper->lend(std::move(parts[i].checks), parts[i].touched);
+        }
+      }
+    }
+  } give_back{parts, keeper};
   {
-    std::thread second(read_part, text, split, last_begin, last_begin - split, like, std::ref(parts[1]));
-    read_part(text, begin, split, last_begin - begin, like, parts[0]);
+    // Room for the merge of the parts, should they need one: as much as the first
+    // part's vector reserves (read_part), erring on the large side; none where that
+    // cannot be had (the merge then asks for what it needs).
+    MergeRoom merge_room;
+    try {
+      size_t first = begin;
+      while (first < last_begin && text[first] == '\n') {
+        ++first;
+      }
+      size_t ignored = 0;
+      digest.checks.reserve((last_begin - begin) / (line_at(text, first, ignored).size() + 1) * 5 / 4 + 16);
+      merge_room.room = digest.checks.data();
+      merge_room.capacity = digest.checks.capacity();
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
+    std::thread second(read_part, text, split, last_begin, last_begin - split, like, std::ref(parts[1]),
+                       std::ref(merge_room));
+    read_part(text, begin, split, last_begin - begin, like, parts[0], merge_room);
     second.join();
   }
   if (parts[0].refused || parts[1].refused) {
@@ -333,13 +543,52 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
   const bool in_file_order =
       first.order.empty() && second.order.empty() &&
       (first.checks.empty() || second.checks.empty() || text_less(first.checks.back().id, second.checks.front().id));
+  // Where the checks go: after the first half's (a sorted file, a stored baseline: the
+  // second half follows the first), or the room reserved for a merge of the two.
   if (in_file_order) {
-    // A sorted file (a stored baseline): the second half follows the first.
     digest.checks = std::move(first.checks);
+    first.checks = {};
+  }
+  digest.checks.reserve(count);
+  // On another thread while this one gathers the checks: the further half of the fresh
+  // room they go to prefaulted (this thread's writes fault in the nearer half
+  // meanwhile), then the identity id order and the summary (of the checks' keys, in
+  // whatever order: those the parts noted as they read, a few runs, not a pass over a
+  // hundred megabytes of digests).
+  const size_t coming = count - digest.checks.size();
+  const CheckDigest* further = digest.checks.data() + digest.checks.size() + coming / 2;
+  const size_t further_bytes = (coming - coming / 2) * sizeof(CheckDigest);
+  std::vector<KeyRun> keys = std::move(parts[0].keys);
+  keys.insert(keys.end(), parts[1].keys.begin(), parts[1].keys.end());
+  RunSummary derived;
+  bool derived_read = false;
+  Background side([&digest, &keys, &derived, &derived_read, count, further, further_bytes] {
+    prefault(further, further_bytes);
+    try {
+      digest.id_order.reserve(count);
+      for (size_t i = 0; i < count; ++i) {
+        digest.id_order.push_back(i);
+      }
+      size_t run = 0;
+      size_t run_start = 0;  // the index of run's first check
+      derived = summarize_keys(digest.header, count, [&keys, &run, &run_start](size_t i) {
+        while (i < run_start) {
+          run_start -= keys[--run].count;
+        }
+        while (i >= run_start + keys[run].count) {
+          run_start += keys[run++].count;
+        }
+        return keys[run].key;
+      });
+      derived_read = true;
+    } catch (...) {
+      derived_read = false;  // the strict reader decides
+    }
+  });
+  if (in_file_order) {
     digest.checks.insert(digest.checks.end(), second.checks.begin(), second.checks.end());
   } else {
     // One merge of the halves' id orders; equal neighbours are repeated ids.
-    digest.checks.reserve(count);
     size_t a = 0;
     size_t b = 0;
     auto first_at = [&first](size_t i) -> const CheckDigest& {
@@ -358,10 +607,6 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
       digest.checks.push_back(check);
     }
   }
-  digest.id_order.resize(count);
-  for (size_t i = 0; i < count; ++i) {
-    digest.id_order[i] = i;
-  }
   for (auto& part : parts) {
     for (auto& record : part.records) {
       digest.records.push_back(std::move(record));
@@ -375,17 +620,14 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const RunBytes> bytes, const
   }
   digest.serial = next_serial();
   digest.like_serial = like != nullptr ? like->serial : 0;
-  const auto& checks = digest.checks;
-  RunSummary derived = summarize_keys(digest.header, checks.size(), [&checks](size_t i) {
-    return CheckKey{checks[i].experiment, checks[i].output, checks[i].status};
-  });
-  if (!same_summary(derived, digest.summary)) {
+  side.join();
+  if (!derived_read || !same_summary(derived, digest.summary)) {
     return std::nullopt;
   }
   return digest;
 }
 
-RunDigest digest_bytes(const std::shared_ptr<const RunBytes>& bytes, const std::string& name, const RunDigest* like) {
+RunDigest digest_bytes(const std::shared_ptr<const ReadBytes>& bytes, const std::string& name, const RunDigest* like) {
   std::optional<RunDigest> digest = try_digest(bytes, like);
   if (digest) {
     return std::move(*digest);

@@ -162,6 +162,13 @@ bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest
 struct CanonicalMemo {
   std::string_view tolerance;
   std::string_view observed;
+  // The last "stats" object read: its bytes, where each of its members (in the writer's
+  // order, an absent optional one empty) ends in them, and its max_abs. A member the
+  // next line repeats byte for byte, up to and with the byte after it, reads the same.
+  std::string_view stats;
+  uint32_t stats_ends[25] = {};
+  double stats_max_abs = 0.0;
+  std::string_view timings;  // the last timings member (and the line's closing brace)
 };
 
 // The same two over the line at the start of `text`, a run of lines whose last byte

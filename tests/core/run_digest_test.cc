@@ -25,10 +25,12 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/check_json.h"
 #include "core/error.h"
+#include "core/id_order.h"
 #include "core/record.h"
 #include "core/text_compare.h"
 #include "tests/support/temp_dir.h"
@@ -1096,6 +1098,312 @@ TEST(RunDigest, CutsAndEditsOfAWholeFileAreJudgedAsReadRunFileJudgesThem) {
       }
     }
     expect_same_outcome(path, edited, "edit " + std::to_string(round));
+  }
+}
+
+// ---- the reader's memos, spares and sort -------------------------------------------
+
+// What a digest read from a line says (its values, and where its views lie in the line).
+std::string describe(const CheckDigest& digest, std::string_view text) {
+  std::ostringstream out;
+  out.precision(17);
+  auto at = [&text](std::string_view view) { return std::to_string(view.data() - text.data()); };
+  out << digest.id << "@" << at(digest.id) << "|" << digest.experiment << "@" << at(digest.experiment) << "|"
+      << digest.output << "@" << at(digest.output) << "|" << to_string(digest.status) << "|" << digest.message << "@"
+      << at(digest.message) << "|" << digest.has_stats << "|" << digest.max_abs << "|" << std::signbit(digest.max_abs)
+      << "|" << digest.line.size() << "@" << at(digest.line) << "|" << digest.timings_at;
+  return out.str();
+}
+
+// Neighbouring lines that share some of their "stats" members byte for byte and differ
+// in others (in length too, shifting what follows), with optional members coming and
+// going, number forms edited, stats absent, and broken lines between: read with the
+// memo, each reads as it reads alone, and as the strict reader reads it.
+TEST(CanonicalCheck, TheMemoReadsEveryLineAsItReadsAlone) {
+  RecordMaker maker(77);
+  std::mt19937 random(78);
+  auto below = [&random](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random); };
+  CheckRecord base = plain_check("img", CheckStatus::k_pass, 1e-7);
+  base.stats = maker.stats(true);
+  base.stats->max_abs = 1e-7;
+  base.stats->oracle = OracleErrors{1e-7, 2e-7, 3e-8, 4e-8};
+  base.stats->reference_repeat_max_abs = 0.0;
+  base.observed_reference = ObservedTensor{"cpu", "float32", "contiguous", {1, 1000}};
+  base.observed_target = base.observed_reference;
+  // Values that share a prefix with others ("0.5", "0.55", "5"...), so that a member
+  // can agree with the memo's up to the byte after it, or all but that byte.
+  static const double k_values[] = {0.5, 0.55, 5.0, 0.0, 1e-7, 1.5e-7, 2e-7, 1e-5, 3.0, 30.0, -0.5, 1e-99};
+  static const char* const k_forms[] = {"1e-07", "1e-7", "1E-07", "0.0000001", "1.0e-7", "-0.0", "1e-007", "\"nan\""};
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < 3000; ++i) {
+    CheckRecord check = base;
+    check.input = "img" + std::to_string(i);  // a unique id, longer now and then
+    check.id = make_check_id(check.experiment, check.input, check.reference, check.target, check.output);
+    Tier1Stats& stats = *check.stats;
+    for (size_t edits = below(4); edits > 0; --edits) {
+      switch (below(12)) {
+        case 0:
+          stats.max_abs = k_values[below(std::size(k_values))];
+          break;
+        case 1:
+          stats.max_abs_index = {static_cast<int64_t>(below(12)), static_cast<int64_t>(below(1200))};
+          break;
+        case 2:
+          stats.max_abs_target = k_values[below(std::size(k_values))];
+          break;
+        case 3:
+          stats.numel = static_cast<int64_t>(below(2000));
+          break;
+        case 4:
+          stats.max_ulp = k_values[below(std::size(k_values))];
+          break;
+        case 5:
+          if (stats.oracle) {
+            stats.oracle.reset();
+          } else {
+            stats.oracle = OracleErrors{k_values[below(std::size(k_values))], 2e-7, 3e-8, 4e-8};
+          }
+          break;
+        case 6:
+          if (stats.reference_repeat_max_abs) {
+            stats.reference_repeat_max_abs.reset();
+          } else {
+            stats.reference_repeat_max_abs = k_values[below(std::size(k_values))];
+          }
+          break;
+        case 7:
+          if (stats.target_repeat_max_abs) {
+            stats.target_repeat_max_abs.reset();
+          } else {
+            stats.target_repeat_max_abs = k_values[below(std::size(k_values))];
+          }
+          break;
+        case 8:
+          stats.rel_floor = k_values[below(std::size(k_values))];
+          break;
+        case 9:
+          check.reference_ms = k_values[below(std::size(k_values))];
+          break;
+        case 10:
+          base = check;  // the next lines start from this one
+          break;
+        default:
+          stats.mean_abs = k_values[below(std::size(k_values))];
+          break;
+      }
+    }
+    if (below(40) == 0) {
+      check.stats.reset();
+    }
+    std::string line = check_to_json_line(check);
+    if (below(15) == 0) {  // another form of max_abs, or a broken byte
+      size_t at = line.find("\"max_abs\":");
+      if (at != std::string::npos && below(2) == 0) {
+        size_t value = at + 10;
+        size_t end = line.find(',', value);
+        line.replace(value, end - value, k_forms[below(std::size(k_forms))]);
+      } else {
+        line[below(line.size())] = "x,.-\\0e\"}"[below(9)];
+      }
+    }
+    lines.push_back(line);
+  }
+  std::string text;
+  for (const auto& line : lines) {
+    text += line + "\n";
+  }
+  CanonicalMemo memo;
+  size_t at = 0;
+  size_t accepted = 0;
+  size_t remembered = 0;
+  for (const auto& line : lines) {
+    std::string_view rest = std::string_view(text).substr(at);
+    CheckDigest with;
+    CheckDigest without;
+    size_t length = read_canonical_check_at(rest, with, &memo);
+    ASSERT_EQ(length, read_canonical_check_at(rest, without)) << line;
+    CheckDigest alone;
+    ASSERT_EQ(length != 0, read_canonical_check(line, alone)) << line;
+    if (length != 0) {
+      ASSERT_EQ(describe(with, rest), describe(without, rest)) << line;
+      accepted += expect_canonical_only_if_strict(line) ? 1 : 0;
+    }
+    remembered += memo.stats.empty() ? 0 : 1;
+    at += line.size() + 1;
+  }
+  EXPECT_GT(accepted, 2500u);
+  EXPECT_GT(remembered, 2500u);  // the memo is there to read the next line with
+}
+
+// A baseline read against its run reads the memory the run's read lent it, as often as
+// it is read, from as many threads, and reads as it reads alone; so does a run read
+// against a baseline with more or fewer checks than it lent room for.
+TEST(RunDigest, ReadsAgainstALikeThatLendsItsRoomReadAsTheyReadAlone) {
+  test::TempDir dir;
+  std::vector<CheckRecord> checks;
+  for (size_t i = 0; i < 3000; ++i) {
+    checks.push_back(plain_check("in" + std::to_string(i),
+                                 i % 7 == 0 ? CheckStatus::k_fail_numeric : CheckStatus::k_pass,
+                                 1e-7 * static_cast<double>(i % 13), i % 3 == 0 ? "exp" : "other"));
+  }
+  RunFile run = run_of(checks);  // in the order written: "in10" before "in2"
+  RunFile sorted = run;
+  std::sort(sorted.checks.begin(), sorted.checks.end(),
+            [](const CheckRecord& a, const CheckRecord& b) { return a.id < b.id; });
+  RunFile fewer = run_of(std::vector<CheckRecord>(sorted.checks.begin(), sorted.checks.begin() + 500));
+  std::vector<CheckRecord> more_checks = sorted.checks;
+  for (size_t i = 0; i < 4000; ++i) {
+    more_checks.push_back(plain_check("zz" + std::to_string(100000 + i), CheckStatus::k_pass, 0.0));
+  }
+  RunFile more = run_of(more_checks);
+  std::string run_path = dir / "run.jsonl";
+  std::string sorted_path = dir / "sorted.jsonl";
+  std::string fewer_path = dir / "fewer.jsonl";
+  std::string more_path = dir / "more.jsonl";
+  write_text(run_path, text_of(run));
+  write_text(sorted_path, text_of(sorted));
+  write_text(fewer_path, text_of(fewer));
+  write_text(more_path, text_of(more));
+
+  RunDigest like = read_run_digest(run_path);
+  expect_same_run(like, run, "run");
+  for (int round = 0; round < 3; ++round) {
+    RunDigest base = read_run_digest(sorted_path, &like);
+    expect_same_run(base, sorted, "baseline, round " + std::to_string(round));
+    size_t twins = 0;
+    for (const auto& check : base.checks) {
+      if (check.twin != CheckDigest::k_no_twin) {
+        ASSERT_LT(check.twin, like.checks.size());
+        EXPECT_EQ(like.checks[check.twin].id, check.id);
+        ++twins;
+      }
+    }
+    EXPECT_EQ(twins, base.checks.size());
+    for (size_t i = 0; i < base.id_order.size(); ++i) {
+      EXPECT_EQ(base.id_order[i], i);
+    }
+  }
+  expect_same_run(read_run_digest(fewer_path, &like), fewer, "fewer");
+  expect_same_run(read_run_digest(more_path, &like), more, "more");
+  expect_same_run(read_run_digest(run_path, &like), run, "the run against itself");
+  {
+    std::vector<std::thread> threads;
+    std::vector<std::optional<RunDigest>> read(4);
+    for (size_t t = 0; t < read.size(); ++t) {
+      threads.emplace_back([&, t] { read[t] = read_run_digest(t % 2 == 0 ? sorted_path : more_path, &like); });
+    }
+    for (auto& thread : threads) {
+      thread.join();
+    }
+    for (size_t t = 0; t < read.size(); ++t) {
+      expect_same_run(*read[t], t % 2 == 0 ? sorted : more, "thread " + std::to_string(t));
+    }
+  }
+  // In memory too, and against a like read in memory.
+  RunDigest in_memory = digest_run_text(text_of(run), "note:run");
+  expect_same_run(digest_run_text(text_of(sorted), "note:base", &in_memory), sorted, "in memory");
+  expect_same_run(read_run_digest(sorted_path, &in_memory), sorted, "against one in memory");
+  // The like's own checks are untouched by what was read against it.
+  expect_same_run(like, run, "run, after");
+  // A digest read against a like outlives it.
+  std::optional<RunDigest> gone = read_run_digest(sorted_path, &like);
+  like = RunDigest{};
+  expect_same_run(*gone, sorted, "after its like is gone");
+}
+
+// A file's summary is checked against its checks wherever they lie in it: experiments,
+// outputs and statuses interleaved, a summary one count off in each way.
+TEST(RunDigest, TheSummaryOfInterleavedChecksIsJudgedAsReadRunFileJudgesIt) {
+  test::TempDir dir;
+  std::string path = dir / "interleaved.jsonl";
+  std::vector<CheckRecord> checks;
+  for (size_t i = 0; i < 400; ++i) {
+    CheckRecord check =
+        plain_check("in" + std::to_string(i / 3), i % 5 == 0 ? CheckStatus::k_fail_numeric : CheckStatus::k_pass, 1e-6,
+                    i % 2 == 0 ? "a" : "b");
+    check.output = i % 3 == 0 ? "out" : i % 3 == 1 ? "logits" : "out";
+    check.target = "t" + std::to_string(i % 3);
+    check.id = make_check_id(check.experiment, check.input, check.reference, check.target, check.output);
+    checks.push_back(check);
+  }
+  RunFile run = run_of(checks);
+  std::string text = text_of(run);
+  write_text(path, text);
+  ASSERT_NO_THROW(read_run_file(path));
+  expect_same_outcome(path, text, "as written");
+  std::string summary = summary_to_json_line(run.summary);
+  size_t at = text.find(summary);
+  ASSERT_NE(at, std::string::npos);
+  for (const std::string key : {"\"pass\":", "\"fail_numeric\":", "\"outputs\":", "\"checks\":"}) {
+    size_t value = summary.find(key);
+    ASSERT_NE(value, std::string::npos) << key;
+    value += key.size();
+    size_t end = summary.find_first_not_of("0123456789", value);
+    long count = std::stol(summary.substr(value, end - value));
+    for (long delta : {-1L, 1L}) {
+      std::string edited = summary;
+      edited.replace(value, end - value, std::to_string(count + delta));
+      expect_same_outcome(path, text.substr(0, at) + edited + "\n", key + std::to_string(delta));
+    }
+  }
+}
+
+// ids in the order a run writes them (nested loops over numbered experiments, inputs,
+// targets and outputs: a few long ascending stretches), around every size where the
+// sort changes its method, reversed, shuffled and with prefixes: id_order sorts as
+// std::sort does.
+TEST(IdOrder, IdsInTheOrderARunWritesThemSortAsStdSortDoes) {
+  std::mt19937 random(31);
+  auto below = [&random](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random); };
+  for (int round = 0; round < 60; ++round) {
+    std::vector<std::string> ids;
+    size_t inputs = 1 + below(round % 3 == 0 ? 400 : 40);
+    size_t targets = 1 + below(round % 4 == 0 ? 120 : 15);
+    size_t outputs = 1 + below(3);
+    for (size_t e = 0; e < 1 + below(2); ++e) {
+      for (size_t i = 0; i < inputs; ++i) {
+        for (size_t t = 0; t < targets; ++t) {
+          for (size_t o = 0; o < outputs; ++o) {
+            std::string id = "model" + std::to_string(e) + "/img_" + std::to_string(i) + "/cpu_fp32~t" +
+                             std::to_string(t) + "/out" + (o == 0 ? "" : std::to_string(o));
+            if (below(200) == 0) {
+              id = id.substr(0, below(id.size() + 1));  // a prefix of others, maybe empty
+            }
+            if (below(300) == 0) {
+              id += static_cast<char>(below(256));
+            }
+            ids.push_back(id);
+          }
+        }
+      }
+    }
+    switch (round % 5) {
+      case 1:
+        std::reverse(ids.begin(), ids.end());
+        break;
+      case 2:
+        std::shuffle(ids.begin(), ids.end(), random);
+        break;
+      case 3:  // sorted already, but for a few
+        std::sort(ids.begin(), ids.end());
+        for (size_t swaps = below(4); swaps > 0; --swaps) {
+          std::swap(ids[below(ids.size())], ids[below(ids.size())]);
+        }
+        break;
+      default:
+        break;
+    }
+    std::vector<std::string_view> views(ids.begin(), ids.end());
+    std::vector<size_t> order = id_order(views);
+    ASSERT_EQ(order.size(), ids.size());
+    std::vector<size_t> indices = order;
+    std::sort(indices.begin(), indices.end());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      ASSERT_EQ(indices[i], i) << "round " << round << ": not a permutation";
+    }
+    for (size_t i = 1; i < order.size(); ++i) {
+      ASSERT_LE(ids[order[i - 1]], ids[order[i]]) << "round " << round << " at " << i << " of " << ids.size();
+    }
   }
 }
 
