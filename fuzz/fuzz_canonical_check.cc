@@ -5,7 +5,10 @@
 // per-line reader (parse_check_line: simdjson, then nlohmann, as read_run_file reads a
 // check line) and the DOM reader alone (parse_run_dom_only, on a run built around the
 // line) must accept it too, with the same id, experiment, output, status, message and
-// max_abs; and the digest must view the line itself. Anything else aborts.
+// max_abs; and the digest must view the line itself. An input of two lines is also read
+// as read_run_digest reads neighbours, with one CanonicalMemo: the second line must read
+// as it reads alone (the memo may only skip what the first line repeats). Anything else
+// aborts.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/check_json.h"
 #include "core/error.h"
@@ -93,6 +97,36 @@ void check_at_agrees(const std::string& line, bool accepted, const CheckDigest& 
   }
 }
 
+bool same_reading(const CheckDigest& a, const CheckDigest& b) {
+  return a.id == b.id && a.experiment == b.experiment && a.output == b.output && a.status == b.status &&
+         a.message == b.message && a.has_stats == b.has_stats && same_number(a.max_abs, b.max_abs) &&
+         a.timings_at == b.timings_at;
+}
+
+// Two lines (the input split at its one '\n'), read in turn with one memo.
+void memo_agrees(const std::string& input) {
+  size_t cut = input.find('\n');
+  if (cut == std::string::npos || input.find('\n', cut + 1) != std::string::npos) {
+    return;
+  }
+  const std::string text = input + "\n";
+  const std::string first = input.substr(0, cut);
+  const std::string second = input.substr(cut + 1);
+  driftgate::CanonicalMemo memo;
+  for (const auto& [at, line] : {std::pair<size_t, const std::string&>{0, first}, {cut + 1, second}}) {
+    CheckDigest alone;
+    bool accepted = driftgate::read_canonical_check(line, alone);
+    CheckDigest with_memo;
+    size_t length = driftgate::read_canonical_check_at(std::string_view(text).substr(at), with_memo, &memo);
+    if (length != (accepted ? line.size() : 0)) {
+      std::abort();  // the memo changed whether the line is accepted
+    }
+    if (accepted && (!same_reading(with_memo, alone) || with_memo.line.data() != text.data() + at)) {
+      std::abort();  // or what it reads
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -101,6 +135,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool accepted = driftgate::read_canonical_check(line, digest);
   if (line.find('\n') == std::string::npos) {
     check_at_agrees(line, accepted, digest);
+  } else {
+    memo_agrees(line);
   }
   if (!accepted) {
     return 0;
