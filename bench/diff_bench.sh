@@ -3,24 +3,25 @@
 # merely reading both files (`cat run baseline > /dev/null`, page cache warm), with
 # the peak resident memory of the diff. The issue's target is diff <= 5x the floor.
 #
-#   bench/diff_bench.sh [BUILD_DIR] [RECORDS]     defaults: build-differ, 1000000
+#   bench/diff_bench.sh [BUILD_DIR] [RECORDS] [TRIES]     defaults: build-differ, 1000000, 3
 #
 # It makes a throwaway git repository with two commits, writes a baseline for the
 # first and two runs for the second with make_run (bench/make_run.cc, built as
 # tests/e2e/make_run): one with a check in 1000 regressed, one with none. It stores the
-# baseline with `driftgate baseline update` (a directory store) and times two diffs:
-# the failing one, which writes report.json and the proposal (the 1000 regressed
-# checks' lines, ~1 MB) as a CI gate does, and the passing one (report.json only: a
-# passing gate proposes nothing). Needs about 4 GB of disk per million records and GNU time
-# (/usr/bin/time). Prints
-# one line per figure; asserts nothing. Beside wall
-# time it prints CPU time (user + sys) of the floor and of the diff, and the load average
-# before the diff: on a shared, loaded machine the wall-time ratio mostly measures the
-# neighbours.
+# baseline with `driftgate baseline update` (a directory store) and times, TRIES times
+# in turn, the floor and two diffs: the failing one, which writes report.json and the
+# proposal (the 1000 regressed checks' lines, ~1 MB) as a CI gate does, and the passing
+# one (report.json only: a passing gate proposes nothing); the figures are the medians.
+# Then it applies the proposal with `baseline accept --proposal`. Needs about 4 GB of
+# disk per million records and GNU time (/usr/bin/time). Prints one line per figure;
+# asserts nothing. Beside wall time it prints CPU time (user + sys) of the floor and of
+# the diff, and the load average before the diffs: on a shared, loaded machine the
+# wall-time ratio mostly measures the neighbours.
 set -euo pipefail
 
 build=${1:-build-differ}
 records=${2:-1000000}
+tries=${3:-3}
 driftgate="$build/app/driftgate"
 make_run="$build/tests/e2e/make_run"
 for tool in "$driftgate" "$make_run" /usr/bin/time; do
@@ -55,19 +56,18 @@ rm baseline.jsonl
 sync
 
 seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
-cat "store/$key/$base.jsonl" run.jsonl >/dev/null  # warm the page cache
-floor=$(seconds cat "store/$key/$base.jsonl" run.jsonl)
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+cat "store/$key/$base.jsonl" run.jsonl run_pass.jsonl >/dev/null  # warm the page cache
 /usr/bin/time -f '%U %S' -o cat_time.txt cat "store/$key/$base.jsonl" run.jsonl >/dev/null
 read -r cat_user cat_sys < <(tail -1 cat_time.txt)
 floor_cpu=$(echo "$cat_user + $cat_sys" | bc)
-echo "floor: cat run baseline > /dev/null: $floor s wall, $floor_cpu s CPU"
 
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages) on $(nproc) CPUs before the diff"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages) on $(nproc) CPUs before the diffs"
 
-# timed_diff LABEL RUN FLOOR: times `driftgate diff RUN` (report.json, and the proposal
-# when the gate fails) and prints it beside FLOOR seconds of `cat`.
+# timed_diff LABEL RUN: runs `driftgate diff RUN` (report.json, and the proposal when the
+# gate fails) and sets elapsed, cpu, rss_kb, code and verdict.
 timed_diff() {
-  local label=$1 run=$2 floor=$3 code elapsed rss_kb user sys cpu
+  local label=$1 run=$2 user sys
   set +e
   /usr/bin/time -f '%e %M %U %S' -o "time_$label.txt" "$driftgate" diff "$run" --store store -q \
     --report "report_$label.json" >"diff_$label.out"
@@ -75,17 +75,48 @@ timed_diff() {
   set -e
   read -r elapsed rss_kb user sys < <(tail -1 "time_$label.txt")
   cpu=$(echo "$user + $sys" | bc)
-  echo "$label diff: $elapsed s wall, $cpu s CPU, peak RSS $((rss_kb / 1024)) MB, exit $code ($(head -1 "diff_$label.out")); floor $floor s"
-  echo "ratio: $(echo "scale=1; $elapsed / $floor" | bc)x the floor in wall time, $label gate (target <= 5x)"
-  if [[ $label == failing && $(echo "$floor_cpu > 0" | bc) == 1 ]]; then
-    echo "ratio: $(echo "scale=1; $cpu / $floor_cpu" | bc)x the floor in CPU time, $label gate"
-  fi
+  # shellcheck disable=SC2034 # read through eval by the caller
+  verdict=$(head -1 "diff_$label.out")
 }
 
-timed_diff failing run.jsonl "$floor"
-# The passing gate: the same sizes, nothing regressed, so no proposal is written.
-cat "store/$key/$base.jsonl" run_pass.jsonl >/dev/null
-timed_diff passing run_pass.jsonl "$(seconds cat "store/$key/$base.jsonl" run_pass.jsonl)"
+# TRIES rounds of: the floor, the failing gate, the passing gate (the same sizes, nothing
+# regressed, so no proposal is written). The host moves every figure by tens of percent
+# from one second to the next; the medians are the figures, each try is printed too.
+declare -A walls cpus ratios
+floors=()
+for ((try = 1; try <= tries; try++)); do
+  floor=$(seconds cat "store/$key/$base.jsonl" run.jsonl)
+  floors+=("$floor")
+  line="try $try: floor $floor s"
+  for label in failing passing; do
+    run=$([[ $label == failing ]] && echo run.jsonl || echo run_pass.jsonl)
+    timed_diff "$label" "$run"
+    walls[$label]+="$elapsed "
+    cpus[$label]+="$cpu "
+    ratios[$label]+="$(echo "scale=2; $elapsed / $floor" | bc) "
+    line+=", $label $elapsed s ($(echo "scale=1; $elapsed / $floor" | bc)x, $cpu s CPU, exit $code)"
+    eval "rss_$label=$((rss_kb / 1024)) code_$label=$code"
+    eval "verdict_$label=\$verdict"
+  done
+  echo "$line"
+done
+floor=$(median "${floors[@]}")
+echo "floor: cat run baseline > /dev/null: $floor s wall (median of $tries), $floor_cpu s CPU"
+for label in failing passing; do
+  # shellcheck disable=SC2086 # the lists are words on purpose
+  wall=$(median ${walls[$label]})
+  # shellcheck disable=SC2086
+  cpu=$(median ${cpus[$label]})
+  # shellcheck disable=SC2086
+  ratio=$(median ${ratios[$label]})
+  rss_name=rss_$label code_name=code_$label verdict_name=verdict_$label
+  echo "$label diff: $wall s wall, $cpu s CPU, peak RSS ${!rss_name} MB, exit ${!code_name} (${!verdict_name}); floor $floor s (medians of $tries)"
+  echo "ratio: ${ratio}x the floor in wall time, $label gate (target <= 5x; median of the tries' ratios)"
+  if [[ $(echo "$floor_cpu > 0" | bc) == 1 ]]; then
+    echo "ratio: $(echo "scale=1; $cpu / $floor_cpu" | bc)x the floor in CPU time, $label gate"
+  fi
+done
+
 # The failing gate's proposal, applied as a reviewer applies it (no run file needed).
 # It stores the baseline of the run's commit (a gigabyte, written durably), so it runs
 # last: the diffs above would otherwise have found it.
