@@ -126,8 +126,7 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
 }
 
 // Refuses runs that cannot stand for their commit.
-void require_storable(const RunFile& run, const std::string& run_path, bool allow_dirty) {
-  const CommitInfo& commit = run.header.commit;
+void require_storable(const CommitInfo& commit, const std::string& run_path, bool allow_dirty) {
   if (commit.sha == "unknown" || !is_commit_sha(commit.sha)) {
     throw Error(run_path + ": the run has no commit SHA ('" + commit.sha +
                 "'): it was made outside a git checkout; run driftgate run inside the repository so the baseline "
@@ -179,7 +178,7 @@ int update(CommandContext& context, const BaselineRequest& request) {
                 "driftgate baseline update RUN.jsonl [--store DIR] [--allow-dirty]");
   }
   RunFile run = read_run_file(request.operands[0]);
-  require_storable(run, request.operands[0], request.allow_dirty);
+  require_storable(run.header.commit, request.operands[0], request.allow_dirty);
   std::string stored = open_store(request, false)->save(run);
   context.out << "stored baseline " << stored << " (" << run.checks.size() << " checks)\n";
   return 0;
@@ -233,15 +232,7 @@ int accept_proposal(CommandContext& context, const BaselineRequest& request) {
     usage_error("accept", "missing --reason (why the new values are right; it is logged beside the baseline)", usage);
   }
   BaselineProposal proposal = read_baseline_proposal(request.proposal_path);
-  const CommitInfo& commit = proposal.header.commit;
-  if (commit.dirty && !request.allow_dirty) {
-    throw Error(request.proposal_path +
-                ": the proposal's run was made with uncommitted changes to tracked files on "
-                "top of " +
-                commit.sha.substr(0, 7) +
-                ", so it does not stand for that commit; commit the changes "
-                "and run again, or pass --allow-dirty to store it anyway");
-  }
+  require_storable(proposal.header.commit, request.proposal_path, request.allow_dirty);
   std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::optional<RunFile> base = store->load(proposal.env_key, proposal.base_sha);
   if (!base) {
@@ -270,7 +261,7 @@ int accept(CommandContext& context, const BaselineRequest& request) {
     usage_error("accept", "missing --reason (why the new values are right; it is logged beside the baseline)", usage);
   }
   RunFile run = read_run_file(request.run_path);
-  require_storable(run, request.run_path, request.allow_dirty);
+  require_storable(run.header.commit, request.run_path, request.allow_dirty);
   std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::optional<GitRepo> repo = GitRepo::open(request.repo);
   RunFile base = accept_base(context, request, *store, run, repo);

@@ -1134,6 +1134,14 @@ TEST(CanonicalCheck, TheMemoReadsEveryLineAsItReadsAlone) {
   // can agree with the memo's up to the byte after it, or all but that byte.
   static const double k_values[] = {0.5, 0.55, 5.0, 0.0, 1e-7, 1.5e-7, 2e-7, 1e-5, 3.0, 30.0, -0.5, 1e-99};
   static const char* const k_forms[] = {"1e-07", "1e-7", "1E-07", "0.0000001", "1.0e-7", "-0.0", "1e-007", "\"nan\""};
+  // An optional member present, then absent, then present with another value.
+  auto toggle = [&](std::optional<double>& member) {
+    if (member) {
+      member.reset();
+    } else {
+      member = k_values[below(std::size(k_values))];
+    }
+  };
   std::vector<std::string> lines;
   for (size_t i = 0; i < 3000; ++i) {
     CheckRecord check = base;
@@ -1165,18 +1173,10 @@ TEST(CanonicalCheck, TheMemoReadsEveryLineAsItReadsAlone) {
           }
           break;
         case 6:
-          if (stats.reference_repeat_max_abs) {
-            stats.reference_repeat_max_abs.reset();
-          } else {
-            stats.reference_repeat_max_abs = k_values[below(std::size(k_values))];
-          }
+          toggle(stats.reference_repeat_max_abs);
           break;
         case 7:
-          if (stats.target_repeat_max_abs) {
-            stats.target_repeat_max_abs.reset();
-          } else {
-            stats.target_repeat_max_abs = k_values[below(std::size(k_values))];
-          }
+          toggle(stats.target_repeat_max_abs);
           break;
         case 8:
           stats.rel_floor = k_values[below(std::size(k_values))];
