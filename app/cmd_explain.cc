@@ -3,7 +3,7 @@
 // Loads the configs, finds the check's experiment, input, reference and target,
 // and runs tier 2 (runner/tier2_localize.h) on that input: every activation of
 // reference, float64 oracle and target captured, aligned and compared; the first
-// divergent layer, CRADLE's rank, the re-injection of that layer alone, coverage and
+// divergent layer, CRADLE's rank, the re-injection of that layer's group alone, coverage and
 // peak memory. `--target-model` loads the target from another file (a re-exported,
 // quantized or fine-tuned model against the original).
 #include <cstdio>
@@ -48,15 +48,18 @@ const CommandHelp k_help{
     "driftgate explain CHECK_ID CONFIG.yaml... [--target-model FILE] [--json FILE] [--threads N] [--in-process]",
     "Says where a check's drift starts. Runs the check's input through the reference, a float64 oracle and\n"
     "the target with every activation captured (an aten::clone after each tensor-producing node of the\n"
-    "inlined TorchScript graph; the output stays bit-identical), aligns the layers (by position when the\n"
-    "target only changes runtime settings; at module boundaries when it rewrites the graph: freeze,\n"
-    "optimized, xnnpack, where fused values are reported as not observable) and prints per layer the\n"
-    "range-normalized error against the reference, the fp32 reference's own error against float64 (the\n"
-    "noise floor), the threshold max(10 x noise floor, the check's tolerance at the layer's scale), and\n"
-    "CRADLE's rank (large where error starts, small where it is only carried). The first divergent layer\n"
-    "is then re-run alone on the target with the reference's inputs to it: 'confirmed' means that op\n"
-    "alone reproduces the divergence. The output leaf of CHECK_ID is accepted but the whole model is\n"
-    "explained. --target-model compares the experiment's model (reference) with another file (target).\n"
+    "inlined TorchScript graph; the output stays bit-identical) and pairs the layers: by position when the\n"
+    "target only changes runtime settings; when it rewrites the graph (frozen, optimized, xnnpack), only\n"
+    "where both graphs compute the same function of the input (a folded conv's output with the batch norm's,\n"
+    "a fused conv+bn+relu's with the relu's); the values a rewrite folded away are 'not_observable', never\n"
+    "divergent. Per layer it prints the range-normalized error against the reference, the fp32 reference's\n"
+    "own error against float64 (the noise floor), the threshold max(10 x noise floor x the target's unit\n"
+    "roundoff / the reference's, the check's atol + rtol at the layer's scale) and CRADLE's rank (large\n"
+    "where error starts, small where it is only carried). The target's ops that compute the first\n"
+    "divergent value are then re-run alone on the reference's values before them: 'confirmed' means they\n"
+    "alone reproduce the divergence. The output leaf of CHECK_ID is accepted but the whole model is\n"
+    "explained; `run` attaches the same profile to failing checks. --target-model compares the\n"
+    "experiment's model (reference) with another file (target).\n"
     "Exit 1 when a divergent layer was found, 0 when none was.",
     "driftgate explain 'resnet18_oracle/scene0/cpu_fp32~xnnpack/out' configs/resnet18_oracle.yaml"};
 
@@ -124,8 +127,8 @@ void print_localization(const std::string& id, const Localization& localization,
   out << "explain " << id << "\n";
   out << "  alignment: " << localization.alignment << "; " << describe_localization(localization) << "\n";
   if (!localization.first_divergent.empty()) {
-    out << "  re-injection: " << localization.reinjection << " (the op alone on the target with the reference's "
-        << "inputs: error " << format("%.3g", localization.reinjection_delta) << ")\n";
+    out << "  re-injection: " << localization.reinjection << " (the target's ops for this value alone, fed the "
+        << "reference's values before them: error " << format("%.3g", localization.reinjection_delta) << ")\n";
   }
   if (!localization.note.empty()) {
     out << "  note: " << localization.note << "\n";

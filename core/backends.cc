@@ -83,4 +83,12 @@ const std::vector<BackendSpec>& builtin_backends() {
   return backends;
 }
 
+BackendSpec oracle_backend() {
+  BackendSpec spec;
+  spec.name = "oracle_fp64";
+  spec.dtype = DType::k_float64;
+  spec.description = "CPU float64: the oracle";
+  return spec;
+}
+
 }  // namespace driftgate

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/suggest.h"
+#include "core/tolerance.h"
 
 namespace driftgate {
 
@@ -595,6 +596,16 @@ Experiment load_experiment(const std::string& path) {
     throw Error(path + ": is a directory; pass experiment files (e.g. " + path + "/*.yaml)");
   }
   return parse_experiment(read_file(path), path);
+}
+
+Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target) {
+  Tolerance tolerance = experiment.tolerance;
+  if (experiment.tolerance_per_dtype) {
+    Tolerance defaults = assert_close_defaults(to_string(experiment.reference.dtype), to_string(target.dtype));
+    tolerance.atol = defaults.atol;
+    tolerance.rtol = defaults.rtol;
+  }
+  return tolerance;
 }
 
 }  // namespace driftgate

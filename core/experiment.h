@@ -76,6 +76,9 @@ struct BackendSpec {
 // cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16.
 const std::vector<BackendSpec>& builtin_backends();
 
+// The float64 oracle: a CPU float64 instance of its own, loaded like any backend.
+BackendSpec oracle_backend();
+
 struct ImageInput {
   std::string path;  // resolved relative to the config file's directory
   int width = 0;     // resize target (bilinear); 0 keeps the file's size
@@ -127,6 +130,12 @@ struct Experiment {
   // Tier 3 (`task:`): the task adapter and its tolerances; absent, no task checks.
   std::optional<TaskSpec> task;
 };
+
+// The tolerance a check of `target` against the experiment's reference is configured
+// with: the experiment's, with assert_close's per-dtype atol/rtol of the two backends'
+// dtypes when tolerance_per_dtype. (A compared check records the tolerance of the
+// dtypes its outputs really had.)
+Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target);
 
 // Loads and validates one experiment. Throws driftgate::Error with
 // "<path>:<line>:<col>: <message>" on any problem.

@@ -36,8 +36,9 @@ struct Tier2Layer {
   // The same metric for the fp32 reference against the float64 oracle: what float32
   // rounding alone produces at this layer (0 when the experiment has no oracle).
   double noise_floor = 0.0;
-  // delta above this is divergence: max(k_noise_factor * noise_floor, the check's
-  // tolerance at this layer's scale) (runner/tier2_localize.h says how).
+  // delta above this is divergence: max(k_noise_factor * noise_floor scaled to the
+  // target's precision, the check's tolerance at this layer's scale)
+  // (runner/tier2_localize.h says how).
   double threshold = 0.0;
   // CRADLE's rank R_L = (delta_L - max delta_pred) / (max delta_pred + eps) over the
   // observed layers feeding this one: large where error starts, near 0 where it is
@@ -47,7 +48,8 @@ struct Tier2Layer {
 
 struct Localization {
   // "position" (the target keeps the reference's graph: runtime settings only) or
-  // "boundary" (the target rewrote the graph: values matched at module boundaries).
+  // "boundary" (the target rewrote the graph: values paired only where both graphs
+  // compute the same function of the input, at the boundaries of what it fused).
   std::string alignment;
   int64_t layers = 0;          // captured values of the reference
   int64_t observed = 0;        // of those, found in the target
@@ -61,11 +63,12 @@ struct Localization {
   std::vector<std::string> fused_before;
   // The divergent layer with the highest CRADLE rank; empty when none is divergent.
   std::string highest_rank;
-  // Re-injection: the first divergent layer's op alone on the target, fed the
-  // reference's inputs to it. "confirmed" (it alone reproduces the divergence),
-  // "not_confirmed", or "not_run" (no divergent layer, or an input was not observable).
+  // Re-injection: the target's ops that compute the first divergent value (one op, or
+  // the fused group of a rewritten graph) alone, fed the reference's values before them.
+  // "confirmed" (they alone reproduce the divergence), "not_confirmed", or "not_run" (no
+  // divergent layer, or they cannot be re-run on their own: the note says why).
   std::string reinjection = "not_run";
-  double reinjection_delta = 0.0;   // that op's range-normalized error (confirmed/not_confirmed)
+  double reinjection_delta = 0.0;   // their range-normalized error (confirmed/not_confirmed)
   std::string note;                 // why not run, or what went wrong; may be empty
   int64_t peak_rss_kib = 0;         // peak resident memory of the process that localized
   std::vector<Tier2Layer> profile;  // one per reference layer, graph order

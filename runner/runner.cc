@@ -58,27 +58,6 @@ std::string format_ms(double ms) {
   return buffer;
 }
 
-// The float64 oracle: a CPU float64 instance of its own, loaded like any backend.
-BackendSpec oracle_spec() {
-  BackendSpec spec;
-  spec.name = "oracle_fp64";
-  spec.dtype = DType::k_float64;
-  spec.description = "CPU float64: the oracle";
-  return spec;
-}
-
-// The tolerance a check between `reference` and `target` specs is judged with
-// when no output dtype is known (crashes, skips, structure failures).
-Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target) {
-  Tolerance tolerance = experiment.tolerance;
-  if (experiment.tolerance_per_dtype) {
-    Tolerance defaults = assert_close_defaults(to_string(experiment.reference.dtype), to_string(target.dtype));
-    tolerance.atol = defaults.atol;
-    tolerance.rtol = defaults.rtol;
-  }
-  return tolerance;
-}
-
 // Runs one experiment; records come out in (input, target, output) order.
 class ExperimentRun {
  public:
@@ -96,7 +75,7 @@ class ExperimentRun {
     if (m_backend_options.isolate) {
       std::vector<Stage> stages{{m_experiment.reference, m_experiment.repeats}};
       if (m_experiment.oracle) {
-        stages.push_back({oracle_spec(), 1});
+        stages.push_back({oracle_backend(), 1});
       }
       for (const BackendSpec& target : m_experiment.targets) {
         stages.push_back({target, m_experiment.repeats});
@@ -164,7 +143,7 @@ class ExperimentRun {
     options.repeats = 1;
     BackendRun oracle = m_backend_options.isolate
                             ? std::move(m_isolated_runs[1])
-                            : run_backend(oracle_spec(), m_source, m_inputs, wanted, options, reference_instance());
+                            : run_backend(oracle_backend(), m_source, m_inputs, wanted, options, reference_instance());
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (!oracle.load_error.empty() || !oracle.skip_reason.empty()) {
         m_oracle_errors[i] = "the float64 oracle failed: " + oracle.load_error + oracle.skip_reason;
@@ -367,14 +346,7 @@ class ExperimentRun {
     if (wanted.empty()) {
       return;
     }
-    LocalizeRequest request;
-    request.reference = m_experiment.reference;
-    if (m_experiment.oracle) {
-      request.oracle = oracle_spec();
-    }
-    request.target = spec;
-    request.source = m_source;
-    request.options.tolerance = wanted.front()->tolerance;
+    const LocalizeRequest request = localize_request_for(m_experiment, spec, m_source);
     try {
       Localization localization = m_backend_options.isolate
                                       ? localize_isolated(request, m_inputs[input], m_experiment.timeout_s)

@@ -1,8 +1,9 @@
 #include "runner/tier2_align.h"
 
-#include <functional>
+#include <algorithm>
+#include <cstdint>
 #include <map>
-#include <set>
+#include <unordered_map>
 
 namespace driftgate {
 namespace {
@@ -19,116 +20,420 @@ bool same_kinds(const std::vector<CapturePoint>& reference, const std::vector<Ca
   return true;
 }
 
-using PointFilter = std::function<bool(const CapturePoint&)>;
-using PointKey = std::function<std::string(const CapturePoint&)>;
+// A set of point indices.
+class Bits {
+ public:
+  explicit Bits(size_t size = 0) : m_words((size + 63) / 64, 0) {}
 
-// Matches the unmatched points of equal `key` one to one, in graph order, where
-// both sides have the same number of them (anything else is ambiguous: no match).
-void match_by(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target, const PointKey& key,
-              const PointFilter& reference_filter, const PointFilter& target_filter, Alignment& alignment,
-              std::vector<bool>& target_used) {
+  void set(size_t i) { m_words[i / 64] |= uint64_t{1} << (i % 64); }
+  bool test(size_t i) const { return (m_words[i / 64] >> (i % 64)) & 1U; }
+  void add(const Bits& other) {
+    for (size_t w = 0; w < m_words.size(); ++w) {
+      m_words[w] |= other.m_words[w];
+    }
+  }
+  bool operator==(const Bits& other) const { return m_words == other.m_words; }
+  bool subset_of(const Bits& other) const {
+    for (size_t w = 0; w < m_words.size(); ++w) {
+      if ((m_words[w] & ~other.m_words[w]) != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+  bool intersects(const Bits& other) const {
+    for (size_t w = 0; w < m_words.size(); ++w) {
+      if ((m_words[w] & other.m_words[w]) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+  bool empty() const {
+    for (uint64_t word : m_words) {
+      if (word != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+  uint64_t hash() const {
+    uint64_t hash = 1469598103934665603ULL;
+    for (uint64_t word : m_words) {
+      hash = (hash ^ word) * 1099511628211ULL;
+    }
+    return hash;
+  }
+
+ private:
+  std::vector<uint64_t> m_words;
+};
+
+// Each point and everything upstream of it (points in graph order, so predecessors first).
+std::vector<Bits> upstream(const std::vector<CapturePoint>& points) {
+  std::vector<Bits> up(points.size(), Bits(points.size()));
+  for (size_t p = 0; p < points.size(); ++p) {
+    up[p].set(p);
+    for (size_t predecessor : points[p].predecessors) {
+      up[p].add(up[predecessor]);
+    }
+  }
+  return up;
+}
+
+// Nodes matched by where they come from in the model's code.
+struct NodeMatch {
+  std::vector<std::optional<size_t>> counterpart;  // per reference point: the target point from the same code
+  std::vector<std::optional<size_t>> origin;       // per target point: the reference point it comes from
+};
+
+bool matchable(const CapturePoint& point) {
+  return !point.layout && !(point.callstack.empty() && point.source.empty());
+}
+
+// Pairs the unmatched points of equal `key` in graph order, where both sides have the
+// same number of them and (with `only_single`) exactly one.
+template <typename Key>
+void match_by(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target, Key key,
+              bool only_single, NodeMatch& match) {
   std::map<std::string, std::vector<size_t>> reference_by_key;
   std::map<std::string, std::vector<size_t>> target_by_key;
   for (size_t r = 0; r < reference.size(); ++r) {
-    if (!alignment.target_of[r] && reference_filter(reference[r])) {
+    if (!match.counterpart[r] && matchable(reference[r])) {
       reference_by_key[key(reference[r])].push_back(r);
     }
   }
   for (size_t t = 0; t < target.size(); ++t) {
-    if (!target_used[t] && target_filter(target[t])) {
+    if (!match.origin[t] && matchable(target[t])) {
       target_by_key[key(target[t])].push_back(t);
     }
   }
   for (const auto& [name, references] : reference_by_key) {
     auto it = target_by_key.find(name);
-    if (it == target_by_key.end() || it->second.size() != references.size()) {
+    if (it == target_by_key.end() || it->second.size() != references.size() ||
+        (only_single && references.size() != 1)) {
       continue;
     }
     for (size_t i = 0; i < references.size(); ++i) {
-      alignment.target_of[references[i]] = it->second[i];
-      target_used[it->second[i]] = true;
-      ++alignment.observed;
+      match.counterpart[references[i]] = it->second[i];
+      match.origin[it->second[i]] = references[i];
     }
   }
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t comma = text.find(',', begin);
-    comma = comma == std::string::npos ? text.size() : comma;
-    items.push_back(text.substr(begin, comma - begin));
-    begin = comma + 1;
-  }
-  return items;
+NodeMatch match_nodes(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target) {
+  NodeMatch match;
+  match.counterpart.resize(reference.size());
+  match.origin.resize(target.size());
+  // The callstack and the node's own source location, then (for a rewritten node whose
+  // source location is the rewrite pattern's) the callstack alone where it is unique.
+  match_by(
+      reference, target,
+      [](const CapturePoint& p) { return p.callstack + "|" + p.source + "|" + std::to_string(p.output); }, false,
+      match);
+  match_by(
+      reference, target,
+      [](const CapturePoint& p) {
+        return p.callstack.empty() ? std::string() : p.callstack + "|" + std::to_string(p.output);
+      },
+      true, match);
+  return match;
 }
 
-// Block-level view of module paths: a leaf module (one no other path extends, e.g.
-// "layer1.0.relu") stands for its parent block ("layer1.0"), inside which rewrites
-// fuse ops (conv + bn + relu) and move a callstack from one leaf to another.
-class Blocks {
+// For each point, the reference points matched upstream of it (itself included),
+// as reference indices: `origin` maps a point of `points` to the reference.
+std::vector<Bits> matched_upstream(const std::vector<CapturePoint>& points,
+                                   const std::vector<std::optional<size_t>>& origin, size_t reference_size) {
+  std::vector<Bits> up(points.size(), Bits(reference_size));
+  for (size_t p = 0; p < points.size(); ++p) {
+    if (origin[p]) {
+      up[p].set(*origin[p]);
+    }
+    for (size_t predecessor : points[p].predecessors) {
+      up[p].add(up[predecessor]);
+    }
+  }
+  return up;
+}
+
+// For each point, the reference points matched strictly downstream of it (its own
+// match is upstream of, or is, the value: a folded conv's match is the conv), as
+// reference indices.
+std::vector<Bits> matched_downstream(const std::vector<CapturePoint>& points,
+                                     const std::vector<std::optional<size_t>>& origin, size_t reference_size) {
+  std::vector<Bits> down(points.size(), Bits(reference_size));
+  for (size_t p = points.size(); p-- > 0;) {
+    for (size_t predecessor : points[p].predecessors) {
+      down[predecessor].add(down[p]);
+      if (origin[p]) {
+        down[predecessor].set(*origin[p]);
+      }
+    }
+  }
+  return down;
+}
+
+// The reference's matched points first reached from `u` along paths of unmatched points.
+std::vector<size_t> nearest_matched_descendants(size_t u, const std::vector<std::vector<size_t>>& successors,
+                                                const NodeMatch& match) {
+  std::vector<size_t> found;
+  std::vector<bool> seen(successors.size(), false);
+  std::vector<size_t> stack(successors[u]);
+  while (!stack.empty()) {
+    const size_t p = stack.back();
+    stack.pop_back();
+    if (seen[p]) {
+      continue;
+    }
+    seen[p] = true;
+    if (match.counterpart[p]) {
+      found.push_back(p);
+      continue;
+    }
+    stack.insert(stack.end(), successors[p].begin(), successors[p].end());
+  }
+  return found;
+}
+
+// The graphs, their matches and, per absorbed reference point, the target points that
+// could hold it.
+class SameFunction {
  public:
-  explicit Blocks(const std::vector<CapturePoint>& reference) {
-    for (const CapturePoint& point : reference) {
-      m_paths.insert(point.module);
-      for (const std::string& consumer : split(point.consumers)) {
-        m_paths.insert(consumer);
+  SameFunction(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target)
+      : m_reference(reference),
+        m_target(target),
+        m_match(match_nodes(reference, target)),
+        m_up_reference(upstream(reference)),
+        m_up_target(upstream(target)) {
+    std::vector<std::optional<size_t>> identity(reference.size());
+    for (size_t r = 0; r < reference.size(); ++r) {
+      identity[r] = m_match.counterpart[r] ? std::optional<size_t>(r) : std::nullopt;
+    }
+    m_matched_reference = matched_upstream(reference, identity, reference.size());
+    m_matched_target = matched_upstream(target, m_match.origin, reference.size());
+    m_below_reference = matched_downstream(reference, identity, reference.size());
+    m_below_target = matched_downstream(target, m_match.origin, reference.size());
+    find_absorbers();
+  }
+
+  // The target point computing the same function as reference point `r`, if one does:
+  // the same matched points upstream and downstream, every absorbed point on the same
+  // side. Among several (a matched node's own value first), the last of a chain (a
+  // linear split into matmul and add is the add's value); otherwise none.
+  std::optional<size_t> counterpart_of(size_t r, const std::unordered_multimap<uint64_t, size_t>& by_upstream) const {
+    std::vector<size_t> candidates;
+    auto [begin, end] = by_upstream.equal_range(m_matched_reference[r].hash());
+    for (auto it = begin; it != end; ++it) {
+      const size_t t = it->second;
+      if (m_matched_target[t] == m_matched_reference[r] && m_below_target[t] == m_below_reference[r] &&
+          absorbed_on_same_side(r, t)) {
+        candidates.push_back(t);
       }
     }
-  }
-
-  std::string block_of(const std::string& path) const {
-    auto next = m_paths.upper_bound(path + ".");
-    const bool leaf = next == m_paths.end() || next->rfind(path + ".", 0) != 0;
-    if (path.empty()) {
-      return "<top>";  // the top-level forward's own code
-    }
-    if (path == "<output>" || !leaf) {
-      return path;
-    }
-    const size_t dot = path.rfind('.');
-    return dot == std::string::npos ? "<top>" : path.substr(0, dot);
-  }
-
-  // The blocks that use the value, leaving out uses by nodes without a callstack.
-  std::string consumer_blocks(const CapturePoint& point) const {
-    std::set<std::string> blocks;
-    for (const std::string& consumer : split(point.consumers)) {
-      if (!consumer.empty()) {
-        blocks.insert(block_of(consumer));
+    for (size_t t : candidates) {
+      if (m_match.counterpart[r] == t) {
+        return t;
       }
     }
-    std::string text;
-    for (const std::string& block : blocks) {
-      text += (text.empty() ? "" : ",") + block;
+    std::optional<size_t> last;
+    for (size_t t : candidates) {
+      bool after_all = true;
+      for (size_t other : candidates) {
+        after_all = after_all && m_up_target[t].test(other);
+      }
+      if (after_all) {
+        last = t;
+      }
     }
-    return text;
+    return last;
   }
 
-  // The value leaves its producer's block: a boundary that fusion inside blocks keeps.
-  bool crosses(const CapturePoint& point) const {
-    const std::string consumers = consumer_blocks(point);
-    if (consumers.empty()) {
-      return false;
+  // Target points (not layout conversions) by the matched reference points upstream of them.
+  std::unordered_multimap<uint64_t, size_t> index_target() const {
+    std::unordered_multimap<uint64_t, size_t> index;
+    for (size_t t = 0; t < m_target.size(); ++t) {
+      if (!m_target[t].layout) {
+        index.emplace(m_matched_target[t].hash(), t);
+      }
     }
-    for (const std::string& block : split(consumers)) {
-      if (block == block_of(point.module)) {
+    return index;
+  }
+
+ private:
+  bool unchanged(size_t t) const {
+    return m_match.origin[t] && m_reference[*m_match.origin[t]].signature == m_target[t].signature;
+  }
+
+  // The target points an absorbed reference point may live in: changed or new points
+  // between the matches of its matched ancestors and of its nearest matched descendants
+  // (empty: the rewrite removed it as an identity). Then, in graph order, one of them
+  // where the graphs tell which: the only new one of the same op (a pass that recreated
+  // it without its callstack), else the only one holding a weight of the point's shape
+  // (a convolution lives where its weights went), else the one holding the point's
+  // input (a batch norm continues the region of the conv before it: folding), else the
+  // only one whose inputs bring all of the point's inputs (an add of two values lives
+  // where both arrive). Otherwise all of them stay possible.
+  void find_absorbers() {
+    std::vector<std::vector<size_t>> successors(m_reference.size());
+    for (size_t r = 0; r < m_reference.size(); ++r) {
+      for (size_t predecessor : m_reference[r].predecessors) {
+        successors[predecessor].push_back(r);
+      }
+    }
+    m_direct_inputs = direct_inputs(m_target);
+    std::vector<std::optional<size_t>> holder(m_reference.size());  // where a reference point lives, when known
+    for (size_t u = 0; u < m_reference.size(); ++u) {
+      if (m_match.counterpart[u]) {
+        holder[u] = m_match.counterpart[u];
+        continue;
+      }
+      const std::vector<size_t> descendants = nearest_matched_descendants(u, successors, m_match);
+      std::vector<size_t> candidates;
+      for (size_t c = 0; c < m_target.size(); ++c) {
+        if (m_target[c].layout || unchanged(c) || !m_matched_reference[u].subset_of(m_matched_target[c])) {
+          continue;
+        }
+        bool before_descendants = true;
+        for (size_t d : descendants) {
+          before_descendants = before_descendants && m_up_target[*m_match.counterpart[d]].test(c);
+        }
+        if (before_descendants) {
+          candidates.push_back(c);
+        }
+      }
+      if (candidates.empty()) {
+        continue;
+      }
+      holder[u] = choose_holder(u, candidates, holder);
+      Bits holders(m_target.size());
+      if (holder[u]) {
+        holders.set(*holder[u]);
+      } else {
+        for (size_t c : candidates) {
+          holders.set(c);
+        }
+      }
+      m_absorbed.push_back(u);
+      m_holders.push_back(std::move(holders));
+    }
+  }
+
+  std::optional<size_t> choose_holder(size_t u, const std::vector<size_t>& candidates,
+                                      const std::vector<std::optional<size_t>>& holder) const {
+    const CapturePoint& point = m_reference[u];
+    // The only one of `subset`, or the only one of those the point's inputs reach.
+    auto only = [&](const std::vector<size_t>& subset) -> std::optional<size_t> {
+      if (subset.size() == 1) {
+        return subset.front();
+      }
+      std::optional<size_t> reached;
+      for (size_t c : subset) {
+        if (inputs_arrive(u, c, holder)) {
+          if (reached) {
+            return std::nullopt;
+          }
+          reached = c;
+        }
+      }
+      return reached;
+    };
+    std::vector<size_t> same_op;
+    std::vector<size_t> with_weights;
+    for (size_t c : candidates) {
+      if (!m_match.origin[c] && !point.op.empty() && m_target[c].op == point.op) {
+        same_op.push_back(c);  // a pass recreated the op without its callstack (MKLDNNHardTanh_)
+      }
+      if (!point.weight_shapes.empty() && shares_a_shape(point.weight_shapes, m_target[c].weight_shapes)) {
+        with_weights.push_back(c);
+      }
+    }
+    if (auto c = only(same_op)) {
+      return c;
+    }
+    if (auto c = only(with_weights)) {
+      return c;
+    }
+    std::vector<size_t> fed;
+    for (size_t c : candidates) {
+      if (!inputs_arrive(u, c, holder)) {
+        continue;
+      }
+      for (size_t predecessor : point.predecessors) {
+        if (holder[predecessor] == c) {
+          return c;
+        }
+      }
+      fed.push_back(c);
+    }
+    return fed.size() == 1 ? std::optional<size_t>(fed.front()) : std::nullopt;
+  }
+
+  // Each input of reference point `u` is computed inside `c` or arrives as one of c's
+  // inputs, as far as where the inputs live is known.
+  bool inputs_arrive(size_t u, size_t c, const std::vector<std::optional<size_t>>& holder) const {
+    for (size_t predecessor : m_reference[u].predecessors) {
+      const std::optional<size_t>& from = holder[predecessor];
+      if (from && *from != c &&
+          std::find(m_direct_inputs[c].begin(), m_direct_inputs[c].end(), *from) == m_direct_inputs[c].end()) {
         return false;
       }
     }
     return true;
   }
 
- private:
-  std::set<std::string> m_paths;
+  static bool shares_a_shape(const std::vector<std::vector<int64_t>>& a, const std::vector<std::vector<int64_t>>& b) {
+    for (const auto& shape : a) {
+      if (std::find(b.begin(), b.end(), shape) != b.end()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Per point, the points its node reads, looking through layout conversions.
+  static std::vector<std::vector<size_t>> direct_inputs(const std::vector<CapturePoint>& points) {
+    std::vector<std::vector<size_t>> inputs(points.size());
+    for (size_t p = 0; p < points.size(); ++p) {
+      for (size_t predecessor : points[p].predecessors) {
+        if (points[predecessor].layout) {
+          inputs[p].insert(inputs[p].end(), inputs[predecessor].begin(), inputs[predecessor].end());
+        } else {
+          inputs[p].push_back(predecessor);
+        }
+      }
+    }
+    return inputs;
+  }
+
+  // Every absorbed reference point upstream of `r` has all its possible holders
+  // upstream of `t`; every other one has none there.
+  bool absorbed_on_same_side(size_t r, size_t t) const {
+    for (size_t i = 0; i < m_absorbed.size(); ++i) {
+      const bool inside = m_up_reference[r].test(m_absorbed[i]);
+      if (inside ? !m_holders[i].subset_of(m_up_target[t]) : m_holders[i].intersects(m_up_target[t])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  const std::vector<CapturePoint>& m_reference;
+  const std::vector<CapturePoint>& m_target;
+  NodeMatch m_match;
+  std::vector<Bits> m_up_reference;                  // per reference point, over reference points
+  std::vector<Bits> m_up_target;                     // per target point, over target points
+  std::vector<Bits> m_matched_reference;             // per reference point, matched reference points upstream
+  std::vector<Bits> m_matched_target;                // per target point, the reference points matched upstream
+  std::vector<Bits> m_below_reference;               // per reference point, matched reference points downstream
+  std::vector<Bits> m_below_target;                  // per target point, the reference points matched downstream
+  std::vector<size_t> m_absorbed;                    // reference points absorbed by some changed or new target node
+  std::vector<Bits> m_holders;                       // per absorbed point: the target points that may hold it
+  std::vector<std::vector<size_t>> m_direct_inputs;  // per target point, the points it reads
 };
 
 }  // namespace
 
 const char* to_string(AlignmentKind kind) { return kind == AlignmentKind::k_position ? "position" : "boundary"; }
-
-std::string boundary_key(const CapturePoint& point) { return point.module + " -> " + point.consumers; }
 
 Alignment align_points(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target,
                        bool same_graph) {
@@ -143,38 +448,19 @@ Alignment align_points(const std::vector<CapturePoint>& reference, const std::ve
     return alignment;
   }
   alignment.kind = AlignmentKind::k_boundary;
-  std::vector<bool> target_used(target.size(), false);
-  const PointFilter any = [](const CapturePoint&) { return true; };
-  const PointFilter lost_callstack = [](const CapturePoint& point) { return point.module.empty(); };
-  match_by(reference, target, boundary_key, any, any, alignment, target_used);
-  // Consumer-side fallback: rewritten nodes that lost their callstack keep their consumers.
-  match_by(
-      reference, target, [](const CapturePoint& point) { return point.consumers; }, any, lost_callstack, alignment,
-      target_used);
-  // Block boundaries: values that leave their block, matched by (block, consuming blocks),
-  // or by the consuming blocks alone where the target's node lost its callstack.
-  const Blocks blocks(reference);
-  const PointFilter crosses = [&](const CapturePoint& point) { return blocks.crosses(point); };
-  const PointFilter crosses_with_callstack = [&](const CapturePoint& point) {
-    return !point.module.empty() && blocks.crosses(point);
-  };
-  const PointFilter lost_with_consumers = [&](const CapturePoint& point) {
-    return point.module.empty() && !blocks.consumer_blocks(point).empty();
-  };
-  match_by(
-      reference, target,
-      [&](const CapturePoint& point) { return blocks.block_of(point.module) + " -> " + blocks.consumer_blocks(point); },
-      crosses, crosses_with_callstack, alignment, target_used);
-  match_by(
-      reference, target, [&](const CapturePoint& point) { return blocks.consumer_blocks(point); }, crosses,
-      lost_with_consumers, alignment, target_used);
+  const SameFunction same_function(reference, target);
+  const std::unordered_multimap<uint64_t, size_t> by_upstream = same_function.index_target();
+  for (size_t r = 0; r < reference.size(); ++r) {
+    alignment.target_of[r] = same_function.counterpart_of(r, by_upstream);
+    alignment.observed += alignment.target_of[r] ? 1 : 0;
+  }
   return alignment;
 }
 
 std::vector<std::optional<size_t>> reference_of(const Alignment& alignment, size_t target_points) {
   std::vector<std::optional<size_t>> reverse(target_points);
   for (size_t r = 0; r < alignment.target_of.size(); ++r) {
-    if (alignment.target_of[r]) {
+    if (alignment.target_of[r] && !reverse.at(*alignment.target_of[r])) {
       reverse.at(*alignment.target_of[r]) = r;
     }
   }

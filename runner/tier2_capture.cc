@@ -5,6 +5,8 @@
 #include <torch/csrc/jit/passes/inliner.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -25,15 +27,30 @@ bool produces_activation(const Node* node) {
   return node->kind() != c10::prim::Constant && node->kind() != c10::prim::GetAttr && node->kind() != c10::prim::Param;
 }
 
-// The capturable values of a graph's top-level block, in graph order.
+// The values of `graph`'s top-level block that depend on the forward's input.
+std::set<const Value*> input_dependent(const Graph& graph) {
+  std::set<const Value*> dependent{graph.inputs()[1]};
+  for (const Node* node : graph.block()->nodes()) {
+    const bool reads = std::any_of(node->inputs().begin(), node->inputs().end(),
+                                   [&](const Value* input) { return dependent.count(input) != 0; });
+    if (reads) {
+      dependent.insert(node->outputs().begin(), node->outputs().end());
+    }
+  }
+  return dependent;
+}
+
+// The capturable values of a graph's top-level block, in graph order: the tensors
+// that depend on the forward's input (not constants, nor weights a pass prepacked).
 std::vector<Value*> capturable_values(Graph& graph) {
+  const std::set<const Value*> dependent = input_dependent(graph);
   std::vector<Value*> values;
   for (Node* node : graph.block()->nodes()) {
     if (!produces_activation(node)) {
       continue;
     }
     for (Value* output : node->outputs()) {
-      if (is_tensor(output)) {
+      if (is_tensor(output) && dependent.count(output) != 0) {
         values.push_back(output);
       }
     }
@@ -41,20 +58,53 @@ std::vector<Value*> capturable_values(Graph& graph) {
   return values;
 }
 
-// "layer1.0.relu" from the module instances on the node's inlined callstack.
-std::string module_path(const Node* node) {
-  auto callstack = node->callstack();
-  if (!callstack) {
-    return "";
-  }
-  std::string path;
-  for (const auto& entry : (*callstack)->vec()) {
-    const auto& instance = std::get<2>(entry);
-    if (instance && !instance->instance_name().empty()) {
-      path += (path.empty() ? "" : ".") + instance->instance_name();
+// The module instances on the node's inlined callstack, outermost first. "SELF" is
+// what some passes name the module the graph belongs to: not a path component.
+std::vector<std::string> instance_names(const Node* node) {
+  std::vector<std::string> names;
+  if (auto callstack = node->callstack()) {
+    for (const auto& entry : (*callstack)->vec()) {
+      const auto& instance = std::get<2>(entry);
+      if (instance && !instance->instance_name().empty() && instance->instance_name() != "SELF") {
+        names.push_back(instance->instance_name());
+      }
     }
   }
+  return names;
+}
+
+// "layer1.0.relu" from the module instances on the node's inlined callstack.
+std::string module_path(const Node* node) {
+  std::string path;
+  for (const std::string& name : instance_names(node)) {
+    path += (path.empty() ? "" : ".") + name;
+  }
   return path;
+}
+
+// "activation.py:8:11": a source range's file (last component), line and column.
+std::string location_of(const torch::jit::SourceRange& range) {
+  auto location = range.file_line_col();
+  if (!location || std::get<0>(*location).empty()) {
+    return "";
+  }
+  const std::string& file = std::get<0>(*location);
+  return file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1) + ":" +
+         std::to_string(std::get<1>(*location)) + ":" + std::to_string(std::get<2>(*location));
+}
+
+// "layer1@resnet.py:30:8/0@container.py:12:8/relu@resnet.py:52:12": the callstack's
+// module instances with their call sites; "" without a callstack.
+std::string callstack_of(const Node* node) {
+  std::string text;
+  if (auto callstack = node->callstack()) {
+    for (const auto& entry : (*callstack)->vec()) {
+      const auto& instance = std::get<2>(entry);
+      text += (text.empty() ? "" : "/") + (instance ? instance->instance_name() : std::string("?")) + "@" +
+              location_of(std::get<1>(entry));
+    }
+  }
+  return text;
 }
 
 // " (conv.py:459)": the original source line, when the model kept its debug info.
@@ -73,31 +123,222 @@ std::string source_of(const Node* node) {
   return " (" + file + ":" + std::to_string(std::get<1>(*location)) + ")";
 }
 
-// The modules that use `value`, looking through structural nodes (lists, tuples)
-// that carry no callstack of their own.
-void collect_consumers(const Value* value, std::set<std::string>& consumers, int depth = 0) {
-  for (const torch::jit::Use& use : value->uses()) {
-    const Node* user = use.user;
-    if (user->kind() == c10::prim::Return) {
-      consumers.insert("<output>");
-      continue;
-    }
-    std::string path = module_path(user);
-    if (path.empty() && depth < 4 && user->outputs().size() == 1 &&
-        (user->kind() == c10::prim::ListConstruct || user->kind() == c10::prim::TupleConstruct)) {
-      collect_consumers(user->output(), consumers, depth + 1);
-      continue;
-    }
-    consumers.insert(path);
+// The op an in-place or oneDNN layout variant stands for: "aten::relu_" and
+// "aten::relu" -> "relu", "prim::MKLDNNHardSwish_" -> "hardswish",
+// "prim::mkldnn_convolution" and "aten::_convolution" -> "convolution".
+std::string normalized_op(c10::Symbol kind) {
+  std::string name = kind.toUnqualString();
+  std::string lower;
+  for (char c : name) {
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
+  for (const char* prefix : {"mkldnn_", "mkldnn"}) {
+    if (lower.rfind(prefix, 0) == 0 && lower.size() > std::strlen(prefix)) {
+      lower = lower.substr(std::strlen(prefix));
+      break;
+    }
+  }
+  while (lower.size() > 1 && lower.back() == '_') {
+    lower.pop_back();
+  }
+  while (lower.size() > 1 && lower.front() == '_') {
+    lower.erase(lower.begin());  // aten::_convolution and prim::mkldnn_convolution
+  }
+  return lower;
 }
 
-std::string join(const std::set<std::string>& items) {
-  std::string text;
-  for (const std::string& item : items) {
-    text += (text.empty() ? "" : ",") + item;
+// Layout conversions that graph passes insert: the same values in another layout.
+bool is_layout_conversion(const Node* node) {
+  static const std::set<std::string> conversions{"aten::to_mkldnn", "aten::to_dense", "prim::BroadcastMKLDNNTensors",
+                                                 "aten::contiguous"};
+  return conversions.count(node->kind().toQualString()) != 0 && !node->callstack();
+}
+
+// FNV-1a over bytes, for the signature of a node's constant inputs.
+class Fnv {
+ public:
+  void add(const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) {
+      m_hash = (m_hash ^ bytes[i]) * 1099511628211ULL;
+    }
   }
-  return text;
+  void add(const std::string& text) { add(text.data(), text.size() + 1); }
+  template <typename T>
+  void add_value(T value) {
+    add(&value, sizeof value);
+  }
+  uint64_t hash() const { return m_hash; }
+
+ private:
+  uint64_t m_hash = 1469598103934665603ULL;
+};
+
+// Hashes what a node input that does not depend on the forward's input holds:
+// constants, module attributes (parameters) read through GetAttr chains, lists of
+// those and oneDNN constant tensors. False when it cannot be read (a packed
+// context, a value computed by another op): the caller makes the signature unique.
+class ConstantHasher {
+ public:
+  ConstantHasher(const Graph& graph, const torch::jit::Module& module) : m_graph(graph), m_module(module) {}
+
+  // Adds the value's hash to `fnv` and the shapes of its weight tensors to `shapes`.
+  bool add(const Value* value, Fnv& fnv, std::vector<std::vector<int64_t>>& shapes) {
+    std::optional<c10::IValue> constant = evaluate(value, 0);
+    m_shapes = &shapes;
+    return constant && add_ivalue(*constant, fnv, 0);
+  }
+
+ private:
+  std::optional<c10::IValue> evaluate(const Value* value, int depth) {
+    if (depth > 16) {
+      return std::nullopt;
+    }
+    if (value == m_graph.inputs()[0]) {
+      return m_module._ivalue();
+    }
+    const Node* node = value->node();
+    if (node->kind() == c10::prim::Constant) {
+      return torch::jit::toIValue(value);
+    }
+    if (node->kind() == c10::prim::GetAttr) {
+      std::optional<c10::IValue> owner = evaluate(node->input(), depth + 1);
+      if (!owner || !owner->isObject()) {
+        return std::nullopt;
+      }
+      return owner->toObject()->getAttr(node->s(c10::attr::name));
+    }
+    if (node->hasAttribute(c10::attr::value) && node->inputs().empty() && node->outputs().size() == 1) {
+      // prim::ConstantMKLDNNTensor and other constant-like nodes holding a tensor.
+      if (node->kindOf(c10::attr::value) == torch::jit::AttributeKind::t) {
+        return c10::IValue(node->t(c10::attr::value));
+      }
+      if (node->kindOf(c10::attr::value) == torch::jit::AttributeKind::ival) {
+        return node->ival(c10::attr::value);
+      }
+      return std::nullopt;
+    }
+    if (node->kind() == c10::prim::ListConstruct || node->kind() == c10::prim::TupleConstruct) {
+      std::vector<c10::IValue> items;
+      for (const Value* input : node->inputs()) {
+        std::optional<c10::IValue> item = evaluate(input, depth + 1);
+        if (!item) {
+          return std::nullopt;
+        }
+        items.push_back(*item);
+      }
+      return c10::ivalue::Tuple::create(std::move(items));
+    }
+    return std::nullopt;
+  }
+
+  bool add_ivalue(const c10::IValue& value, Fnv& fnv, int depth) {
+    if (depth > 16) {
+      return false;
+    }
+    if (value.isTensor()) {
+      return add_tensor(value.toTensor(), fnv);
+    }
+    if (value.isNone()) {
+      fnv.add("none");
+      return true;
+    }
+    if (value.isInt()) {
+      fnv.add("int");
+      fnv.add_value(value.toInt());
+      return true;
+    }
+    if (value.isDouble()) {
+      fnv.add("double");
+      fnv.add_value(value.toDouble());
+      return true;
+    }
+    if (value.isBool()) {
+      fnv.add("bool");
+      fnv.add_value(value.toBool());
+      return true;
+    }
+    if (value.isString()) {
+      fnv.add("string");
+      fnv.add(value.toStringRef());
+      return true;
+    }
+    if (value.isDevice()) {
+      fnv.add("device");
+      fnv.add(value.toDevice().str());
+      return true;
+    }
+    if (value.isList() || value.isTuple()) {
+      const std::vector<c10::IValue> items =
+          value.isList() ? value.toListRef().vec() : value.toTupleRef().elements().vec();
+      fnv.add("list");
+      fnv.add_value(items.size());
+      for (const c10::IValue& item : items) {
+        if (!add_ivalue(item, fnv, depth + 1)) {
+          return false;
+        }
+      }
+      return true;
+    }
+    if (value.isObject()) {
+      // A packed context (XNNPACK's Conv2dOpContext, LinearOpContext: TorchBind classes)
+      // serializes into its weight, bias and settings; any other object is unreadable.
+      torch::jit::Function* unpack = value.toObject()->type()->findMethod("__getstate__");
+      if (unpack == nullptr || !value.isCustomClass()) {
+        return false;
+      }
+      std::vector<c10::IValue> stack{value};
+      unpack->run(stack);
+      fnv.add("packed");
+      return !stack.empty() && add_ivalue(stack.back(), fnv, depth + 1);
+    }
+    return false;
+  }
+
+  bool add_tensor(const at::Tensor& tensor, Fnv& fnv) {
+    if (!tensor.defined()) {
+      fnv.add("undefined");
+      return true;
+    }
+    at::Tensor dense = tensor.is_mkldnn() ? tensor.to_dense() : tensor;
+    if (!dense.device().is_cpu()) {
+      dense = dense.cpu();
+    }
+    dense = dense.contiguous();
+    if (dense.dim() >= 2 && m_shapes != nullptr) {
+      m_shapes->push_back(dense.sizes().vec());
+    }
+    fnv.add("tensor");
+    fnv.add(std::string(c10::toString(dense.scalar_type())));
+    for (int64_t size : dense.sizes()) {
+      fnv.add_value(size);
+    }
+    fnv.add(dense.data_ptr(), dense.nbytes());
+    return true;
+  }
+
+  const Graph& m_graph;
+  const torch::jit::Module& m_module;
+  std::vector<std::vector<int64_t>>* m_shapes = nullptr;
+};
+
+// Sets the point's signature (its op, input count and constant inputs; unique, salted
+// by `salt`, when a constant input cannot be read) and weight shapes.
+void describe_constants(const Node* node, const std::set<const Value*>& dependent, ConstantHasher& hasher,
+                        uint64_t salt, CapturePoint& point) {
+  Fnv fnv;
+  fnv.add(normalized_op(node->kind()));
+  fnv.add_value(node->inputs().size());
+  fnv.add_value(node->outputs().size());
+  for (const Value* input : node->inputs()) {
+    if (dependent.count(input) != 0) {
+      fnv.add("activation");
+    } else if (!hasher.add(input, fnv, point.weight_shapes)) {
+      fnv.add("unreadable");
+      fnv.add_value(salt);
+    }
+  }
+  point.signature = fnv.hash();
 }
 
 // Autocast off for one scope: graphs copied under autocast carry its cast nodes.
@@ -131,15 +372,23 @@ CaptureGraph::CaptureGraph(const torch::jit::Module& module) : m_module(module) 
     throw Error("tier 2: forward takes " + std::to_string(m_graph->inputs().size() - 1) +
                 " arguments; activation capture supports one input tensor");
   }
+  const std::set<const Value*> dependent = input_dependent(*m_graph);
+  ConstantHasher hasher(*m_graph, m_module);
   std::map<std::string, int> occurrences;  // "module/kind" -> count so far
+  std::map<const Node*, size_t> node_index;
   for (Value* value : capturable_values(*m_graph)) {
     const Node* node = value->node();
     CapturePoint point;
     point.kind = node->kind().toQualString();
+    point.op = normalized_op(node->kind());
     point.module = module_path(node);
-    std::set<std::string> consumers;
-    collect_consumers(value, consumers);
-    point.consumers = join(consumers);
+    point.callstack = callstack_of(node);
+    point.source = location_of(node->sourceRange());
+    describe_constants(node, dependent, hasher, m_points.size(), point);
+    point.layout = is_layout_conversion(node);
+    point.node = node_index.emplace(node, node_index.size()).first->second;
+    point.output =
+        static_cast<size_t>(std::find(node->outputs().begin(), node->outputs().end(), value) - node->outputs().begin());
     const int n = ++occurrences[point.module + "/" + point.kind];
     point.name =
         (point.module.empty() ? "" : point.module + "/") + point.kind + "#" + std::to_string(n) + source_of(node);
@@ -147,12 +396,14 @@ CaptureGraph::CaptureGraph(const torch::jit::Module& module) : m_module(module) 
     m_values.push_back(value);
     m_points.push_back(std::move(point));
   }
+  const std::function<bool(size_t)> every_point = [](size_t) { return true; };
   for (size_t p = 0; p < m_points.size(); ++p) {
-    m_points[p].predecessors = node_tensor_inputs(p, &m_points[p].reads_graph_input);
+    m_points[p].predecessors = group_inputs(p, every_point, &m_points[p].reads_graph_input);
   }
 }
 
-std::vector<size_t> CaptureGraph::node_tensor_inputs(size_t point, bool* reads_graph_input) const {
+std::vector<size_t> CaptureGraph::group_inputs(size_t point, const std::function<bool(size_t)>& cut,
+                                               bool* reads_graph_input) const {
   std::set<size_t> found;
   bool graph_input = false;
   std::set<const Value*> seen;
@@ -160,7 +411,7 @@ std::vector<size_t> CaptureGraph::node_tensor_inputs(size_t point, bool* reads_g
     if (!seen.insert(value).second) {
       return;
     }
-    if (auto it = m_point_of.find(value); it != m_point_of.end()) {
+    if (auto it = m_point_of.find(value); it != m_point_of.end() && cut(it->second)) {
       found.insert(it->second);
       return;
     }
@@ -226,8 +477,8 @@ std::shared_ptr<torch::jit::GraphFunction> CaptureGraph::build_function(const st
   return std::make_shared<torch::jit::GraphFunction>("driftgate_tier2_capture", graph, nullptr);
 }
 
-at::Tensor CaptureGraph::run_node(size_t point,
-                                  const std::function<at::Tensor(std::optional<size_t>)>& tensor_input) const {
+at::Tensor CaptureGraph::run_group(size_t point, const std::function<bool(size_t)>& cut,
+                                   const std::function<at::Tensor(std::optional<size_t>)>& tensor_input) const {
   auto graph = std::make_shared<Graph>();
   std::unordered_map<const Value*, Value*> env;
   std::vector<c10::IValue> stack{m_module._ivalue()};
@@ -237,10 +488,10 @@ at::Tensor CaptureGraph::run_node(size_t point,
       return it->second;
     }
     auto point_it = m_point_of.find(value);
-    if (point_it != m_point_of.end() || value == m_graph->inputs()[1]) {
+    const bool cut_here = point_it != m_point_of.end() && cut(point_it->second);
+    if (cut_here || value == m_graph->inputs()[1]) {
       Value* input = graph->addInput()->setType(value->type());
-      stack.emplace_back(
-          tensor_input(point_it != m_point_of.end() ? std::optional<size_t>(point_it->second) : std::nullopt));
+      stack.emplace_back(tensor_input(cut_here ? std::optional<size_t>(point_it->second) : std::nullopt));
       return env[value] = input;
     }
     Node* node = value->node();

@@ -11,9 +11,10 @@
 //
 // Every captured value ("point") is named by module path (from the node's
 // inlined callstack), op kind and original source line, e.g.
-// "layer1.0.relu/aten::relu_#1 (conv.py:459)", and carries a fusion-stable
-// boundary key (producing module -> consuming modules) for aligning graphs that a
-// backend rewrote (runner/tier2_align.h).
+// "layer1.0.relu/aten::relu_#1 (conv.py:459)", and carries what aligning a graph
+// that a backend rewrote needs (runner/tier2_align.h): where the node comes from in
+// the model's code, what it computes besides its activation inputs, and which
+// captured values feed it.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -35,12 +36,36 @@ struct GraphFunction;
 
 namespace driftgate {
 
-// One capturable value: a tensor produced by a node of the inlined forward graph.
+// One capturable value: a tensor produced by a node of the inlined forward graph
+// that depends on the forward's input (constants and prepacked weights are not values).
 struct CapturePoint {
-  std::string name;       // "layer1.0.relu/aten::relu_#1 (conv.py:459)"
-  std::string kind;       // "aten::relu_"
-  std::string module;     // producing module path, "" at the top level or without a callstack
-  std::string consumers;  // the modules that use the value, sorted, joined by ','
+  std::string name;  // "layer1.0.relu/aten::relu_#1 (conv.py:459)"
+  std::string kind;  // "aten::relu_"
+  // The op with its in-place and oneDNN layout variants folded together: "relu" for
+  // aten::relu_ and aten::relu, "hardswish" for prim::MKLDNNHardSwish_.
+  std::string op;
+  std::string module;  // producing module path, "" at the top level or without a callstack
+  // Where the node comes from in the model's code: each module instance of its inlined
+  // callstack with the call site ("layer1@resnet.py:30/0@container.py:12/relu@resnet.py:52"),
+  // and its own source location ("activation.py:8:11"). Both "" for a node a graph pass
+  // inserted without them.
+  std::string callstack;
+  std::string source;
+  // What the node computes from its activation inputs: the op (its in-place and oneDNN
+  // layout variants count as the same op), the number of inputs and the value of every
+  // input that does not depend on the forward's input (constants, parameters, packed
+  // weights). Equal signatures on two graphs = the same op on the same weights; an input
+  // that cannot be read (a packed XNNPACK context) makes the signature unique.
+  uint64_t signature = 0;
+  // The shapes of the node's constant tensors of two or more dimensions (convolution
+  // and linear weights; read inside packed XNNPACK contexts too): a rewritten node that
+  // holds a weight of a convolution's shape holds that convolution.
+  std::vector<std::vector<int64_t>> weight_shapes;
+  // A layout conversion that a graph pass inserted (to_mkldnn, to_dense, broadcasting of
+  // oneDNN tensors, contiguous): the same values in another layout.
+  bool layout = false;
+  size_t node = 0;    // index of the producing node; the points of one node share it
+  size_t output = 0;  // which output of that node
   // Earlier points whose values reach this point's node directly (through
   // non-captured nodes such as constants and list constructs).
   std::vector<size_t> predecessors;
@@ -67,15 +92,18 @@ class CaptureGraph {
   // oneDNN, autocast: see BackendInstance::with_settings) with no autograd.
   Capture run(const at::Tensor& input, const std::vector<size_t>& wanted) const;
 
-  // Runs only point `point`'s node. `tensor_input` gives the value of each tensor
-  // input of that node: for a point's value (by index) or for the forward's input.
-  // Constants, attributes and non-tensor values computed from them are rebuilt.
-  // Throws driftgate::Error when an input is neither a point nor the forward input.
-  at::Tensor run_node(size_t point, const std::function<at::Tensor(std::optional<size_t>)>& tensor_input) const;
+  // Runs the nodes that compute point `point` from the values of the points where
+  // `cut` is true (and from the forward's input): only its own node when every point
+  // is cut. `tensor_input` gives those values: for a point (by index) or for the
+  // forward's input (nullopt). Constants, attributes and non-tensor values computed
+  // from them are rebuilt. Throws driftgate::Error when the nodes cannot be re-run
+  // on their own (an input from control flow or an extra graph input).
+  at::Tensor run_group(size_t point, const std::function<bool(size_t)>& cut,
+                       const std::function<at::Tensor(std::optional<size_t>)>& tensor_input) const;
 
-  // The points whose values `point`'s node reads as tensors, and whether it reads the
-  // forward's input; throws like run_node when a tensor input is neither.
-  std::vector<size_t> node_tensor_inputs(size_t point, bool* reads_graph_input) const;
+  // The cut points that run_group(point, cut, ...) reads, in graph order, and whether it
+  // reads the forward's input.
+  std::vector<size_t> group_inputs(size_t point, const std::function<bool(size_t)>& cut, bool* reads_graph_input) const;
 
  private:
   std::shared_ptr<torch::jit::GraphFunction> build_function(const std::vector<size_t>& wanted) const;

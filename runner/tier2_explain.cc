@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/suggest.h"
-#include "core/tolerance.h"
 #include "runner/inputs.h"
 #include "runner/tier2_localize.h"
 
@@ -44,22 +43,9 @@ Localization explain_check(const Experiment& experiment, const std::string& inpu
   if (!options.target_model.empty() && !std::filesystem::is_regular_file(options.target_model)) {
     throw Error("--target-model '" + options.target_model + "': no such file");
   }
-  LocalizeRequest request;
-  request.reference = experiment.reference;
-  if (experiment.oracle) {
-    // The runner's oracle: CPU float64, everything else default.
-    request.oracle = BackendSpec{};
-    request.oracle->name = "oracle_fp64";
-    request.oracle->dtype = DType::k_float64;
-  }
-  request.target = target_spec;
-  request.source = BackendSource{experiment.config_path, experiment.model_path, options.threads};
+  LocalizeRequest request = localize_request_for(
+      experiment, target_spec, BackendSource{experiment.config_path, experiment.model_path, options.threads});
   request.target_model_path = options.target_model;
-  request.options.tolerance = experiment.tolerance;
-  if (experiment.tolerance_per_dtype) {
-    request.options.tolerance =
-        assert_close_defaults(to_string(experiment.reference.dtype), to_string(target_spec.dtype));
-  }
   request.options.budget_bytes = options.budget_bytes;
   at::Tensor tensor;
   try {

@@ -62,12 +62,26 @@ Difference normalized_difference(const at::Tensor& value, const at::Tensor& base
   return result;
 }
 
-double threshold_for(double noise_floor, const Difference& scale, const Tolerance& tolerance) {
-  double threshold = k_noise_factor * noise_floor;
-  if (tolerance.rule != ToleranceRule::k_oracle) {
-    threshold = std::max(threshold, (tolerance.atol + tolerance.rtol * scale.max_abs) / scale.scale);
+// The unit roundoff of the precision a backend computes in.
+double unit_roundoff(const BackendSpec& spec) {
+  if (spec.tf32) {
+    return std::ldexp(1.0, -11);  // TF32: float32's range with a 10-bit mantissa
   }
-  return threshold;
+  switch (spec.dtype) {
+    case DType::k_float64:
+      return std::ldexp(1.0, -53);
+    case DType::k_bfloat16:
+      return std::ldexp(1.0, -8);
+    case DType::k_float16:
+      return std::ldexp(1.0, -11);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
+double threshold_for(double noise_floor, double precision_ratio, const Difference& scale, const Tolerance& tolerance) {
+  return std::max(k_noise_factor * noise_floor * precision_ratio,
+                  (tolerance.atol + tolerance.rtol * scale.max_abs) / scale.scale);
 }
 
 bool same_graph(const BackendSpec& a, const BackendSpec& b) {
@@ -101,6 +115,7 @@ class Localizer {
           align_points(points(), m_oracle_graph->points(), same_graph(reference.spec(), oracle->spec()));
     }
     m_alignment = align_points(points(), m_target_graph.points(), same_graph(reference.spec(), target.spec()));
+    m_precision_ratio = std::max(1.0, unit_roundoff(target.spec()) / unit_roundoff(reference.spec()));
   }
 
   Localization run() {
@@ -117,7 +132,13 @@ class Localizer {
     result.layers = static_cast<int64_t>(count);
     assign_statuses_and_ranks(result);
     if (!result.first_divergent.empty()) {
-      reinject(m_first_divergent, result);
+      try {
+        reinject(m_first_divergent, result);
+      } catch (const Error& e) {
+        result.note = std::string("re-injection not run: ") + e.what();
+      } catch (const std::exception& e) {
+        result.note = "re-injection not run: " + torch_error_summary(e);
+      }
     }
     result.peak_rss_kib = peak_rss_kib();
     return result;
@@ -176,7 +197,8 @@ class Localizer {
         continue;
       }
       m_layers[p].delta = difference.delta;
-      m_layers[p].threshold = threshold_for(m_layers[p].noise_floor, difference, m_options.tolerance);
+      m_layers[p].threshold =
+          threshold_for(m_layers[p].noise_floor, m_precision_ratio, difference, m_options.tolerance);
     }
   }
 
@@ -263,29 +285,27 @@ class Localizer {
     result.profile = m_layers;
   }
 
-  // The first divergent op alone on the target, fed the reference's values of its inputs
-  // (converted to the dtype, memory format and layout the target had there).
+  // Re-injection: the target's ops that compute the first divergent value from the
+  // nearest values the two graphs share (its group: one op on an unchanged graph, a
+  // fused conv + batch norm + activation on a rewritten one) run alone, fed the
+  // reference's values there (converted to the dtype, memory format and layout the
+  // target had). "confirmed" when that alone reproduces the divergence.
   void reinject(size_t point, Localization& result) {
     const size_t target_point = *m_alignment.target_of[point];
+    const std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, m_target_graph.points().size());
+    const std::function<bool(size_t)> shared = [&](size_t p) { return p != target_point && reverse[p].has_value(); };
     bool reads_input = false;
-    std::vector<size_t> target_inputs = m_target_graph.node_tensor_inputs(target_point, &reads_input);
-    std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, m_target_graph.points().size());
-    std::vector<size_t> reference_wanted;
+    const std::vector<size_t> target_inputs = m_target_graph.group_inputs(target_point, shared, &reads_input);
+    std::set<size_t> reference_wanted{point};
     for (size_t p : target_inputs) {
-      if (!reverse[p]) {
-        result.note = "re-injection not run: the input '" + m_target_graph.points()[p].name + "' of '" +
-                      m_layers[point].name + "' has no counterpart in the reference";
-        return;
-      }
-      reference_wanted.push_back(*reverse[p]);
+      reference_wanted.insert(*reverse[p]);
     }
-    reference_wanted.push_back(point);
-    Capture reference = capture(m_reference, m_reference_graph, reference_wanted);
+    Capture reference = capture(m_reference, m_reference_graph, {reference_wanted.begin(), reference_wanted.end()});
     Capture target = capture(m_target, m_target_graph, target_inputs);
     const at::Tensor prepared = m_target.prepare_input(m_input);
     at::Tensor output;
     m_target.with_settings([&]() {
-      output = m_target_graph.run_node(target_point, [&](std::optional<size_t> p) -> at::Tensor {
+      output = m_target_graph.run_group(target_point, shared, [&](std::optional<size_t> p) -> at::Tensor {
         if (!p) {
           return prepared.clone();
         }
@@ -317,6 +337,9 @@ class Localizer {
   std::vector<Tier2Layer> m_layers;
   std::vector<bool> m_observed;
   size_t m_first_divergent = 0;
+  // How much coarser the target computes than the reference: its layers' noise floor is
+  // the reference's (measured against float64) scaled by this.
+  double m_precision_ratio = 1.0;
 };
 
 BackendInstance load_runnable(const BackendSpec& spec, const BackendSource& source) {
@@ -390,6 +413,19 @@ int64_t peak_rss_kib() {
 Localization localize(BackendInstance& reference, BackendInstance* oracle, BackendInstance& target,
                       const at::Tensor& input, const LocalizeOptions& options) {
   return Localizer(reference, oracle, target, input, options).run();
+}
+
+LocalizeRequest localize_request_for(const Experiment& experiment, const BackendSpec& target,
+                                     const BackendSource& source) {
+  LocalizeRequest request;
+  request.reference = experiment.reference;
+  if (experiment.oracle) {
+    request.oracle = oracle_backend();
+  }
+  request.target = target;
+  request.source = source;
+  request.options.tolerance = configured_tolerance(experiment, target);
+  return request;
 }
 
 Localization localize_request(const LocalizeRequest& request, const at::Tensor& input) {

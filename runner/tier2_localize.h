@@ -1,18 +1,23 @@
 // Tier 2 localization: where a target's drift starts, layer by layer.
 //
 // For one (input, target) it captures every activation of the reference, the
-// float64 oracle and the target (runner/tier2_capture.h), aligns them
-// (runner/tier2_align.h) and measures per layer the range-normalized error
+// float64 oracle and the target (runner/tier2_capture.h), pairs the values that are
+// the same function of the input (runner/tier2_align.h) and measures per layer the
+// range-normalized error
 //   delta_L = max |target - reference| / (max - min of the reference),
-// calibrated by the noise floor n_L, the same metric for the fp32 reference against
-// the oracle. A layer diverges when delta_L exceeds
-//   threshold_L = max(k_noise_factor * n_L, the check's tolerance at this layer's scale)
-// (the tolerance part is (atol + rtol * max|reference|) / range for element-wise rules,
-// none for the oracle rule, which itself flags 10 x the reference's error). It reports
-// the first divergent layer, CRADLE's rank R_L = (delta_L - max delta_pred) /
-// (max delta_pred + eps) to tell where error starts from where it is only carried,
-// and re-injects: runs the first divergent op alone on the target with the
-// reference's inputs to it, which confirms (or not) that the op itself diverges.
+// calibrated by the noise floor n_L, the same metric for the reference against the
+// oracle (what its own rounding produces there). A layer diverges when delta_L exceeds
+//   threshold_L = max(k_noise_factor * n_L * p, (atol + rtol * max|reference_L|) / range_L)
+// where p = max(1, unit roundoff of the target's precision / the reference's): a
+// bfloat16 target rounds 2^16 times coarser than a float32 reference, and 10 x the
+// float32 floor would call every bfloat16 layer divergent. The second term is the
+// check's tolerance at this layer's scale (whatever its rule): a layer within the
+// tolerance the user chose is not divergent. One rule for `run` and `explain`
+// (localize_request_for builds both requests). It reports the first divergent layer,
+// CRADLE's rank R_L = (delta_L - max delta_pred) / (max delta_pred + eps) to tell where
+// error starts from where it is only carried, and re-injects: runs the target's ops
+// that compute the first divergent value (its fused group on a rewritten graph) alone,
+// fed the reference's values before them, which confirms (or not) that they diverge.
 //
 // Memory stays bounded: the points are compared window by window (reference and one
 // other backend's window held at once, sized by `budget_bytes`), never every
@@ -55,6 +60,13 @@ struct LocalizeRequest {
   std::string target_model_path;
   LocalizeOptions options;
 };
+
+// The request that localizes `target` of `experiment` on the model `source` names:
+// the experiment's reference, the runner's float64 oracle (none with oracle: false)
+// and the tolerance the check is configured with. `run` and `explain` both build their
+// requests here, so a check's profile is the same whichever command produced it.
+LocalizeRequest localize_request_for(const Experiment& experiment, const BackendSpec& target,
+                                     const BackendSource& source);
 
 // Loads the three instances and localizes. Throws driftgate::Error when a backend
 // cannot load or is skipped, or a capture forward fails.

@@ -71,4 +71,80 @@ printf 'activations: off\n' >>"$work/strict.yaml"
 checks=$((checks + 1))
 if ! grep -q '"localization"' "$work/off.jsonl"; then echo "ok: activations: off localizes nothing"; else
   failures=$((failures + 1)); echo "FAIL: activations: off still localized"; fi
+
+# The profile a run attaches to a check and the one explain prints are the same bytes
+# (one request builder, one threshold rule), for a rewriting and a runtime-only target,
+# with the default per-dtype tolerance and with the oracle rule.
+same_profile() {  # RUN.jsonl TARGET EXPLAIN.json: the "profile" arrays, byte for byte
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+def profile(text):
+    start = text.index('"profile":[')
+    depth, quoted, escaped = 0, False, False
+    for i in range(start + len('"profile":'), len(text)):
+        c = text[i]
+        if quoted:
+            escaped = c == "\\" and not escaped
+            quoted = not (c == '"' and not escaped)
+            continue
+        if c == '"':
+            quoted = True
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    raise SystemExit("unterminated profile")
+run, target, explained = sys.argv[1:]
+lines = [l for l in open(run) if f'~{target}/' in l and '"localization"' in l]
+if not lines:
+    raise SystemExit(f"no localized check of {target} in {run}")
+a, b = profile(lines[0]), profile(open(explained).read())
+if a != b:
+    raise SystemExit(f"{target}: run and explain profiles differ:\n{a[:400]}\n{b[:400]}")
+print(f"{target}: {len(json.loads('{' + a + '}')['profile'])} layers, identical")
+PY
+}
+for tolerance in "{atol: 1.0e-6, rtol: 1.0e-6}" "{rule: oracle, atol: 1.0e-6, rtol: 1.0e-6}" "per dtype"; do
+  grep -v '^tolerance:' "$work/tiny.yaml" | sed 's/^targets: .*/targets: [frozen, onednn_off, cpu_bf16_autocast]/' \
+    >"$work/same.yaml"
+  [[ $tolerance == "per dtype" ]] || printf 'tolerance: %s\n' "$tolerance" >>"$work/same.yaml"
+  printf 'activations: always\n' >>"$work/same.yaml"
+  "$DRIFTGATE" run "$work/same.yaml" -o "$work/same.jsonl" 2>/dev/null
+  for target in frozen onednn_off cpu_bf16_autocast; do
+    "$DRIFTGATE" explain "tiny/noise/cpu_fp32~$target/out" "$work/same.yaml" --json "$work/$target.json" >/dev/null
+    expect_exit 0 "run and explain give the same $target profile (tolerance $tolerance)" -- \
+      same_profile "$work/same.jsonl" "$target" "$work/$target.json"
+  done
+done
+
+# bfloat16 targets get a profile at the loose tolerances users set for them (explain
+# used to fail with map::at from atol 0.01 up, and run recorded no localization).
+for atol in 0.01 0.1 1; do
+  cat >"$work/bf16.yaml" <<YAML
+name: tiny
+model: tiny.pt
+inputs:
+  - {name: noise, random: {shape: [1, 3, 16, 16], seed: 3}}
+reference: cpu_fp32
+targets: [cpu_bf16, cpu_bf16_autocast]
+tolerance: {atol: $atol, rtol: 1.6e-2}
+activations: always
+YAML
+  "$DRIFTGATE" run "$work/bf16.yaml" -o "$work/bf16.jsonl" 2>"$work/bf16.log"
+  for target in cpu_bf16 cpu_bf16_autocast; do
+    "$DRIFTGATE" explain "tiny/noise/cpu_fp32~$target/out" "$work/bf16.yaml" --json "$work/bf16.json" \
+      >"$work/stdout" 2>"$work/stderr"
+    code=$?
+    checks=$((checks + 1))
+    if [[ $code -le 1 ]] && grep -q '"profile":\[\[' "$work/bf16.json"; then
+      echo "ok: $target at atol $atol: explain gives a profile (exit $code)"
+    else
+      failures=$((failures + 1)); echo "FAIL: $target at atol $atol: explain exit $code"; cat "$work/stderr"
+    fi
+    expect_exit 0 "$target at atol $atol: run and explain agree" -- same_profile "$work/bf16.jsonl" "$target" \
+      "$work/bf16.json"
+  done
+done
 finish

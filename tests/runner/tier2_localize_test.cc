@@ -82,26 +82,29 @@ TEST_F(Tier2LocalizeTest, PerturbedWeightIsNamedFirstForAGraphRewritingTarget) {
   EXPECT_EQ(result.alignment, "boundary");
   EXPECT_EQ(bare(result.first_divergent), "block2.conv/aten::conv2d#1");
   EXPECT_EQ(result.reinjection, "confirmed");
-  // freeze folds block1's batch norm into its conv: those values no longer exist,
-  // and are reported as not observable, never as divergent.
-  EXPECT_EQ(layer(result, "block1.bn/aten::batch_norm#1").status, LayerStatus::k_not_observable);
+  // freeze folds block1's batch norm into its conv: the conv's own output no longer
+  // exists and is reported as not observable, never as divergent; the folded conv
+  // computes what the batch norm did, so that value is compared.
   EXPECT_EQ(layer(result, "block1.conv/aten::conv2d#1").status, LayerStatus::k_not_observable);
+  EXPECT_EQ(layer(result, "block1.bn/aten::batch_norm#1").status, LayerStatus::k_ok);
   EXPECT_GT(result.not_observable, 0);
   EXPECT_LT(result.coverage, 1.0);
   EXPECT_EQ(result.observed + result.not_observable, result.layers);
 }
 
-TEST_F(Tier2LocalizeTest, AWeightFusedAwayByTheRewriteIsNamedAmongTheLayersBeforeTheFirstObservedOne) {
-  // block1's conv is folded with its batch norm by freeze: neither value exists in the
-  // target, so the first observable divergent layer is block1's relu, and the perturbed
-  // conv is named first among the not-observable layers feeding it.
+TEST_F(Tier2LocalizeTest, AWeightFoldedByTheRewriteIsNamedAtItsGroupsOutput) {
+  // block1's conv is folded with its batch norm by freeze: the conv's own output does
+  // not exist in the target, so the first divergent layer is the batch norm's output
+  // (what the folded conv computes), the perturbed conv is named among the
+  // not-observable layers feeding it, and re-running the folded conv alone on the
+  // reference's input to it reproduces the divergence.
   LocalizeRequest folded = request("frozen", false);
   folded.target_model_path = testing::save_tier2_model(m_dir.path(), "bn_folded.pt", "block1.conv.weight", 1.05);
   Localization result = localize_request(folded, m_input);
-  EXPECT_EQ(bare(result.first_divergent), "block1.relu/aten::relu_#1");
-  ASSERT_EQ(result.fused_before.size(), 2u);
+  EXPECT_EQ(bare(result.first_divergent), "block1.bn/aten::batch_norm#1");
+  ASSERT_EQ(result.fused_before.size(), 1u);
   EXPECT_EQ(bare(result.fused_before[0]), "block1.conv/aten::conv2d#1");
-  EXPECT_EQ(bare(result.fused_before[1]), "block1.bn/aten::batch_norm#1");
+  EXPECT_EQ(result.reinjection, "confirmed");
   EXPECT_EQ(layer(result, "stem.relu/aten::relu_#1").status, LayerStatus::k_ok);
 }
 
