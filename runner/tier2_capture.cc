@@ -375,7 +375,6 @@ CaptureGraph::CaptureGraph(const torch::jit::Module& module) : m_module(module) 
   const std::set<const Value*> dependent = input_dependent(*m_graph);
   ConstantHasher hasher(*m_graph, m_module);
   std::map<std::string, int> occurrences;  // "module/kind" -> count so far
-  std::map<const Node*, size_t> node_index;
   for (Value* value : capturable_values(*m_graph)) {
     const Node* node = value->node();
     CapturePoint point;
@@ -386,7 +385,6 @@ CaptureGraph::CaptureGraph(const torch::jit::Module& module) : m_module(module) 
     point.source = location_of(node->sourceRange());
     describe_constants(node, dependent, hasher, m_points.size(), point);
     point.layout = is_layout_conversion(node);
-    point.node = node_index.emplace(node, node_index.size()).first->second;
     point.output =
         static_cast<size_t>(std::find(node->outputs().begin(), node->outputs().end(), value) - node->outputs().begin());
     const int n = ++occurrences[point.module + "/" + point.kind];

@@ -64,8 +64,7 @@ struct CapturePoint {
   // A layout conversion that a graph pass inserted (to_mkldnn, to_dense, broadcasting of
   // oneDNN tensors, contiguous): the same values in another layout.
   bool layout = false;
-  size_t node = 0;    // index of the producing node; the points of one node share it
-  size_t output = 0;  // which output of that node
+  size_t output = 0;  // which output of its node
   // Earlier points whose values reach this point's node directly (through
   // non-captured nodes such as constants and list constructs).
   std::vector<size_t> predecessors;

@@ -11,7 +11,7 @@
 namespace driftgate {
 namespace {
 
-// Builds points in graph order; each point is its own node.
+// Builds points in graph order.
 class Graph {
  public:
   // `callstack` "" = a node a pass inserted; `signature` equal on two graphs = same op
@@ -26,7 +26,6 @@ class Graph {
     point.source = callstack.empty() ? "" : "code.py:1:1";
     point.signature = signature;
     point.weight_shapes = std::move(weights);
-    point.node = m_points.size();
     point.predecessors = std::move(predecessors);
     point.reads_graph_input = point.predecessors.empty();
     m_points.push_back(point);
