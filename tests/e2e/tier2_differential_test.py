@@ -21,8 +21,15 @@ hook on every module (the reference's module outputs, named by module path) and
     real model no xnnpack value equals a module output; the rewritten graphs have the same nodes
     whatever the weights (checked), and the real graph's value at each mapped place is compared.
 The expected answer is the first module (in execution order) whose comparable value departs from
-the reference by more than 1e-3 of its range; for an unmodified model there must be none, and
-`explain` must exit 0 with no divergent layer. The table of cases is printed.
+the reference by more than 1e-3 of its range. An unmodified model whose target output passes
+torch.testing.assert_close (a benign target) must get no divergent layer and exit 0 from `explain`.
+An unmodified model whose target output fails assert_close although no comparable value departs by
+1e-3 drifts diffusely (XNNPACK on a model with activations near 1e3: every layer a little further
+off, near fp32's own error against float64; how far depends on the CPU's vector kernels): there
+`explain` may find every layer within its threshold (exit 0) or name one (exit 1), and a layer it
+names must break the README's threshold rule as computed here on Python's own values (its error
+beyond max(10 x its noise floor against float64, the tolerance term)). The table
+of cases is printed.
 
 Environment: DRIFTGATE (the binary). Exit 0 when every case agrees.
 """
@@ -44,6 +51,8 @@ SIZE = 64
 SEED = 0
 COMPARABLE = 1e-4  # a rewritten value "is" a module output when within this fraction of its range
 DEPARTS = 1e-3  # a comparable value departs beyond this fraction of the reference's range
+ATOL, RTOL = 1e-5, 1.3e-6  # assert_close's float32 defaults: the configs below set no tolerance
+NOISE_FACTOR = 10.0  # the README's tier-2 rule: a layer diverges beyond 10x its noise floor
 SCALE = 1.5  # the perturbation: one weight tensor scaled
 
 # (architecture, a weight outside any fused group, the conv of a conv -> BN -> activation block)
@@ -71,8 +80,9 @@ def dense(tensor):
     return tensor.to_dense() if tensor.is_mkldnn else tensor
 
 
-def module_outputs(model, x):
-    """(module path, a copy of its tensor output) for every module call, in the order they finish."""
+def module_outputs(model, x, with_output=False):
+    """(module path, a copy of its tensor output) for every module call, in the order they finish;
+    with_output: also the model's own output."""
     outputs = []
     handles = []
     for name, module in model.named_modules():
@@ -85,10 +95,10 @@ def module_outputs(model, x):
 
         handles.append(module.register_forward_hook(hook))
     with torch.no_grad():
-        model(x)
+        output = model(x)
     for handle in handles:
         handle.remove()
-    return outputs
+    return (outputs, dense(output)) if with_output else outputs
 
 
 def rewritten(path, rewrite):
@@ -144,6 +154,34 @@ def first_departure(reference, compared):
     return ""
 
 
+def passes_tier1(output, reference_output):
+    """torch.testing.assert_close with the float32 defaults (what the configs below leave in force)."""
+    try:
+        torch.testing.assert_close(output, reference_output, atol=ATOL, rtol=RTOL)
+        return True
+    except AssertionError:
+        return False
+
+
+def breaks_rule(value, reference, reference64):
+    """Whether a module's value diverges by the README's tier-2 rule, on Python's own values: its
+    error beyond max(10 x the noise floor (fp32 eager against float64 eager), the tolerance term)."""
+    span = float(reference.max() - reference.min()) or (float(reference.abs().max()) or 1.0)
+    noise = normalized(reference, reference64)
+    threshold = max(NOISE_FACTOR * noise, (ATOL + RTOL * float(reference.abs().max())) / span)
+    return normalized(value, reference) > threshold
+
+
+def nearest(compared, values, reference):
+    """The comparable value, or else the value of the same shape nearest to the reference."""
+    if compared is not None:
+        return compared
+    candidates = [v for v in values if v.shape == reference.shape]
+    if not candidates:
+        return reference  # nothing to compare with: no error
+    return min(candidates, key=lambda v: normalized(v, reference))
+
+
 def comparable_map(twin_model, twin_reference, twin_path, rewrite, x):
     """Per module call of the twin: the index of the rewritten graph's value that equals it, or None;
     the rewritten graph's node kinds; and, when the rewrite computes the twin wrongly (a defect of
@@ -180,7 +218,9 @@ def expected_rewrite(reference, twin, target_path, rewrite, x):
     departure = first_departure(reference, compared)
     if not departure and defect is not None and defect < len(reference):
         departure = reference[defect][0]  # nothing departs before the rewrite's own defect
-    return departure, kept
+    with torch.no_grad():
+        output = dense(rewritten(target_path, rewrite)(x))
+    return departure, kept, compared, output, values
 
 
 def shiftless(model):
@@ -206,15 +246,16 @@ def expected_runtime(reference, model, parameter, target, x):
     try:
         if target == "onednn_off":
             with torch.backends.mkldnn.flags(enabled=False):
-                values = module_outputs(perturbed, x)
+                values, output = module_outputs(perturbed, x, with_output=True)
         elif target == "channels_last":
             perturbed = perturbed.to(memory_format=torch.channels_last)
-            values = module_outputs(perturbed, x.contiguous(memory_format=torch.channels_last))
+            values, output = module_outputs(perturbed, x.contiguous(memory_format=torch.channels_last),
+                                            with_output=True)
             perturbed.to(memory_format=torch.contiguous_format)
         else:
             torch.set_num_threads(2)
             try:
-                values = module_outputs(perturbed, x)
+                values, output = module_outputs(perturbed, x, with_output=True)
             finally:
                 torch.set_num_threads(1)
     finally:
@@ -223,7 +264,8 @@ def expected_runtime(reference, model, parameter, target, x):
                 dict(model.named_parameters())[parameter].copy_(saved)
     if [n for n, _ in values] != [n for n, _ in reference]:
         raise SystemExit(f"{target}: the module calls differ from the reference's")
-    return first_departure(reference, [v for _, v in values]), len(values)
+    compared = [v for _, v in values]
+    return first_departure(reference, compared), len(values), compared, output, compared
 
 
 def explain(driftgate, config, name, target, target_model, json_path):
@@ -264,7 +306,8 @@ def check_model(driftgate, work, name, model, x, outside, inside, targets):
                 f"inputs:\n  - {{name: noise, random: {{shape: [1, 3, {SIZE}, {SIZE}], seed: {SEED}, "
                 f"distribution: normal}}}}\n"
                 f"reference: cpu_fp32\ntargets: [{', '.join(targets)}]\n")
-    reference = module_outputs(model, x)
+    reference, reference_output = module_outputs(model, x, with_output=True)
+    reference64 = module_outputs(copy.deepcopy(model).double(), x.double())
     twin_path = os.path.join(work, f"{name}-twin.pt")
     twin_model = shiftless(model)
     with torch.no_grad():
@@ -276,14 +319,25 @@ def check_model(driftgate, work, name, model, x, outside, inside, targets):
         clean = ""
         for case, parameter in (("unmodified", ""), ("outside", outside), ("inside", inside)):
             if target in REWRITES:
-                expected, kept = expected_rewrite(reference, twin, paths[parameter], target, x)
+                expected, kept, compared, output, values = expected_rewrite(reference, twin, paths[parameter], target, x)
             else:
-                expected, kept = expected_runtime(reference, model, parameter, target, x)
+                expected, kept, compared, output, values = expected_runtime(reference, model, parameter, target, x)
             code, named, localization = explain(driftgate, config, name, target, paths[parameter] if parameter else "",
                                                 os.path.join(work, f"{name}-{target}-{case}.json"))
+            diffuse = not parameter and not expected and not passes_tier1(output, reference_output)
             if case == "unmodified":
-                clean = expected
-            ok = named == expected and code == (1 if expected else 0)
+                clean = "(diffuse)" if diffuse else expected
+            if diffuse:
+                # No single culprit: explain may find every layer within its threshold, or name one
+                # whose own error, as Python measures it, breaks the threshold rule (at one of its
+                # calls). Drift of 1e-4 hides some values from the twin's map; there the graph's
+                # value nearest to the module's output stands for it (the least error it can have).
+                ok = (code == 0 and not named) or (code == 1 and any(
+                    n == named and breaks_rule(nearest(compared[i], values, value), value, reference64[i][1])
+                    for i, (n, value) in enumerate(reference)))
+                expected = "(diffuse)"
+            else:
+                ok = named == expected and code == (1 if expected else 0)
             # A perturbation that is the first divergence: re-running the target's ops for that value
             # alone on the reference's inputs to them must reproduce it.
             if parameter and not clean and localization["reinjection"] != "confirmed":
@@ -306,6 +360,7 @@ def main():
     cases = 0
     for arch, outside, inside in CASES:
         generator = torch.Generator().manual_seed(SEED)
+        torch.manual_seed(SEED)  # torchvision initializes the weights from the global generator
         model = export_models.demo_classifier(arch, generator, size=SIZE)
         x = torch.randn(1, 3, SIZE, SIZE, generator=torch.Generator().manual_seed(SEED))
         agree = check_model(driftgate, work, arch, model, x, outside, inside, REWRITES + RUNTIME) and agree
