@@ -15,7 +15,7 @@ new_repo() {
   mkdir -p "$1" && cd "$1" && git init -q -b main . && git config user.name 'E2E Tester' &&
     git config user.email e2e@example.invalid
 }
-commit() { echo "$1" >>file.txt && git add file.txt && git commit -qm "$1" && git rev-parse HEAD; }
+commit() { echo "$1" >>"${2:-file.txt}" && git add -A && git commit -qm "$1" && git rev-parse HEAD; }
 
 # --- 1, 2, 6: an accepted known failure, a PR that makes it 20x worse, a new failing target, a merge.
 new_repo "$work/a" || exit 1
@@ -24,13 +24,13 @@ c1=$(commit c1)
 "$MAKE_RUN" --out "$work/c1.jsonl" --sha "$c1"
 expect_exit 0 "main's baseline" -- "$DRIFTGATE" baseline update "$work/c1.jsonl" --store "$store"
 git checkout -q -b pr
-p1=$(commit p1)
+p1=$(commit p1 pr.txt)
 "$MAKE_RUN" --out "$work/p1.jsonl" --sha "$p1" --fail 'e0/in0/*'  # max_abs 1e-3, failing its atol
 expect_exit 1 "the PR's new failure gates first" -- "$DRIFTGATE" diff "$work/p1.jsonl" --store "$store" --base main
 expect_exit 0 "it is accepted as a known failure" -- "$DRIFTGATE" baseline accept 'e0/in0/*' \
   --reason "known bf16 failure" --run "$work/p1.jsonl" --store "$store" --base main
 expect_exit 0 "the accepted failure passes the gate" -- "$DRIFTGATE" diff "$work/p1.jsonl" --store "$store" --base main
-p2=$(commit p2)
+p2=$(commit p2 pr.txt)
 "$MAKE_RUN" --out "$work/p2.jsonl" --sha "$p2" --fail 'e0/in0/*' --scale 20  # the failure 20x worse
 expect_exit 1 "item 1: an accepted failure made 20x worse fails the gate" -- "$DRIFTGATE" diff "$work/p2.jsonl" \
   --store "$store" --base main --format text --report "$work/p2.json" --junit "$work/p2.xml"
@@ -40,7 +40,7 @@ expect_contains "$work/stdout" "e0/in0/cpu_fp32~t0/out  fail_numeric -> fail_num
 expect_contains "$work/p2.json" '"class": "failure_grew"' "item 1: report.json lists the class"
 expect_contains "$work/p2.json" '"failure_grew": 2' "item 1: report.json counts it"
 expect_contains "$work/p2.xml" '<failure type="failure_grew"' "item 1: JUnit fails the testcase"
-"$DRIFTGATE" diff "$work/p2.jsonl" --store "$store" --base main --format markdown >"$work/p2.md"
+"$DRIFTGATE" diff "$work/p2.jsonl" --store "$store" --base main --format markdown >"$work/p2.md" 2>/dev/null
 expect_contains "$work/p2.md" "| failure grew | 2 | yes |" "item 1: the markdown table gates the class"
 
 "$MAKE_RUN" --out "$work/p2-new.jsonl" --sha "$p2" --fail 'e0/in0/*' --targets 3 --fail 'e0/*/cpu_fp32~t2/out'
@@ -84,7 +84,7 @@ new_repo "$work/unborn" || exit 1
 "$MAKE_RUN" --out "$work/unborn.jsonl" --sha unknown
 expect_exit 2 "item 9: a repository without commits cannot store a baseline" -- "$DRIFTGATE" baseline update \
   "$work/unborn.jsonl" --store "$work/unborn-store"
-expect_contains "$work/stderr" "the repository $work/unborn/ has no commit yet; commit (git add, git commit)" \
+expect_contains "$work/stderr" "the repository $work/unborn has no commit yet; commit (git add, git commit)" \
   "item 9: and says the repository has no commit yet, not that it is outside a checkout"
 expect_exit 0 "item 9: diff in a repository without commits is neutral" -- "$DRIFTGATE" diff "$work/unborn.jsonl" \
   --store "$store"
