@@ -4,6 +4,7 @@
 //           when and why beside it: how an intended change stops failing the gate;
 //   show, list, prune  look at and trim the store.
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -25,6 +26,8 @@
 #include "differ/baseline_select.h"
 #include "differ/baseline_store.h"
 #include "differ/store_spec.h"
+#include "differ/text_report.h"
+#include "differ/trend.h"
 
 namespace driftgate {
 
@@ -61,8 +64,9 @@ const CommandHelp k_help{
     "       driftgate baseline list\n"
     "       driftgate baseline prune --keep N [--dry-run]",
     "update stores a run as the baseline of its commit and environment: DIR/<env-key>/<sha>.jsonl, records\n"
-    "sorted by check id, written atomically under a lock (safe with concurrent CI jobs). It refuses a run made\n"
-    "outside a git checkout, and one made with uncommitted changes unless --allow-dirty.\n"
+    "sorted by check id, written atomically under a lock (safe with concurrent CI jobs; DIR/.gitignore keeps\n"
+    "the lock file out of git add). It refuses a run made outside a git checkout or before the first commit,\n"
+    "and one made with uncommitted changes unless --allow-dirty.\n"
     "accept takes the run's values for the checks matching any CHECK-GLOB (fnmatch; '*' also matches '/') into\n"
     "the baseline of the run's commit, starting from that commit's baseline or else the one diff would choose;\n"
     "other checks keep their baseline values, and so do matching checks whose values did not change (only\n"
@@ -70,7 +74,9 @@ const CommandHelp k_help{
     "appended to DIR/<env-key>/<sha>.accepted.jsonl. accept --proposal applies the proposal a failing diff\n"
     "wrote (the changes only; no run file needed) to the baseline it was made from, refusing it when that\n"
     "baseline has changed since.\n"
-    "show prints one baseline (default: HEAD's) with its acceptance log; list prints every baseline.\n"
+    "show prints one baseline (default: HEAD's; a HEAD that only adds baselines is stepped over to its first\n"
+    "parent) with its acceptance log; list prints every baseline, newest first, with its commit's date and\n"
+    "subject. Every action reads --store DIR or the git notes store (--store notes: or --store-kind notes).\n"
     "prune keeps the N newest baselines per environment key, newest by HEAD's first-parent history (baselines\n"
     "of commits not on it are kept and listed), or by file modification time outside a git checkout.",
     "driftgate baseline accept 'resnet18/*/cpu_fp32~cpu_bf16/*' --reason 'bf16 softmax: expected' --run run.jsonl"};
@@ -126,8 +132,15 @@ std::optional<BaselineRequest> parse_request(CommandContext& context) {
 }
 
 // Refuses runs that cannot stand for their commit.
-void require_storable(const CommitInfo& commit, const std::string& run_path, bool allow_dirty) {
+void require_storable(const CommitInfo& commit, const std::string& run_path, bool allow_dirty,
+                      const std::string& repo_dir) {
   if (commit.sha == "unknown" || !is_commit_sha(commit.sha)) {
+    std::optional<GitRepo> repo = GitRepo::open(repo_dir);
+    if (repo && repo->head_info().sha == "unknown") {
+      throw Error(run_path + ": the run has no commit SHA ('" + commit.sha + "'): the repository " + repo->workdir() +
+                  " has no commit yet; commit (git add, git commit) and run driftgate run again so the baseline can "
+                  "be keyed by its commit");
+    }
     throw Error(run_path + ": the run has no commit SHA ('" + commit.sha +
                 "'): it was made outside a git checkout; run driftgate run inside the repository so the baseline "
                 "can be keyed by its commit");
@@ -178,7 +191,7 @@ int update(CommandContext& context, const BaselineRequest& request) {
                 "driftgate baseline update RUN.jsonl [--store DIR] [--allow-dirty]");
   }
   RunFile run = read_run_file(request.operands[0]);
-  require_storable(run.header.commit, request.operands[0], request.allow_dirty);
+  require_storable(run.header.commit, request.operands[0], request.allow_dirty, request.repo);
   std::string stored = open_store(request, false)->save(run);
   context.out << "stored baseline " << stored << " (" << run.checks.size() << " checks)\n";
   return 0;
@@ -232,7 +245,7 @@ int accept_proposal(CommandContext& context, const BaselineRequest& request) {
     usage_error("accept", "missing --reason (why the new values are right; it is logged beside the baseline)", usage);
   }
   BaselineProposal proposal = read_baseline_proposal(request.proposal_path);
-  require_storable(proposal.header.commit, request.proposal_path, request.allow_dirty);
+  require_storable(proposal.header.commit, request.proposal_path, request.allow_dirty, request.repo);
   std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::optional<RunFile> base = store->load(proposal.env_key, proposal.base_sha);
   if (!base) {
@@ -261,7 +274,7 @@ int accept(CommandContext& context, const BaselineRequest& request) {
     usage_error("accept", "missing --reason (why the new values are right; it is logged beside the baseline)", usage);
   }
   RunFile run = read_run_file(request.run_path);
-  require_storable(run.header.commit, request.run_path, request.allow_dirty);
+  require_storable(run.header.commit, request.run_path, request.allow_dirty, request.repo);
   std::unique_ptr<BaselineStore> store = open_store(request, true);
   std::optional<GitRepo> repo = GitRepo::open(request.repo);
   RunFile base = accept_base(context, request, *store, run, repo);
@@ -307,7 +320,26 @@ int show(CommandContext& context, const BaselineRequest& request) {
     usage_error("show", "expected at most one SHA", "driftgate baseline show [SHA] [--env KEY]");
   }
   std::unique_ptr<BaselineStore> store = open_store(request, true);
-  std::string sha = resolve_sha(request, GitRepo::open(request.repo));
+  std::optional<GitRepo> repo = GitRepo::open(request.repo);
+  std::string sha = resolve_sha(request, repo);
+  if (request.operands.empty() && repo && repo->head_info().sha != "unknown") {
+    // HEAD in the commit-per-baseline flow is often the commit that stored its parent's
+    // baseline: step over such commits to the one that was measured, and say so.
+    std::optional<std::string> store_path =
+        store_path_in_repo(parse_store_spec(request.store, request.store_kind), *repo);
+    std::string head = sha;
+    for (int guard = 0; guard < 100 && is_baseline_only_commit(*repo, *store, store_path, sha); ++guard) {
+      std::vector<std::string> parents = repo->parents(sha);
+      if (parents.empty()) {
+        break;
+      }
+      sha = parents[0];
+    }
+    if (sha != head) {
+      context.out << "HEAD " << head.substr(0, 7) << " only adds baselines; showing its first parent "
+                  << sha.substr(0, 7) << "\n";
+    }
+  }
   std::vector<std::string> keys;
   for (const auto& key : store->env_keys()) {
     if ((request.env_key.empty() || key == request.env_key) && store->contains(key, sha)) {
@@ -356,14 +388,61 @@ int show(CommandContext& context, const BaselineRequest& request) {
   return 0;
 }
 
+// One listed baseline: its commit's details when the repository has the commit.
+struct ListedBaseline {
+  std::string sha;
+  std::optional<CommitDetails> details;
+  size_t rank = SIZE_MAX;  // place on HEAD's first-parent history, newest first; SIZE_MAX: not on it
+};
+
 int list(CommandContext& context, const BaselineRequest& request) {
   std::unique_ptr<BaselineStore> store = open_store(request, true);
+  std::optional<GitRepo> repo = GitRepo::open(request.repo);
+  std::map<std::string, size_t> rank;
+  if (repo && repo->head_info().sha != "unknown") {
+    std::vector<std::string> walk = repo->first_parent_walk("HEAD", 1000000);
+    for (size_t i = 0; i < walk.size(); ++i) {
+      rank[walk[i]] = i;
+    }
+  }
   for (const auto& key : store->env_keys()) {
     std::vector<std::string> shas = store->shas(key);
     context.out << key << ": " << shas.size() << (shas.size() == 1 ? " baseline\n" : " baselines\n");
+    // Newest first: HEAD's first-parent history in order, then other commits by date, then
+    // commits this clone does not have, by SHA.
+    std::vector<ListedBaseline> listed;
     for (const auto& sha : shas) {
-      size_t accepted = store->acceptance_log(key, sha).size();
-      context.out << "  " << sha << (accepted == 0 ? "" : " (" + std::to_string(accepted) + " accepted)") << "\n";
+      ListedBaseline item{sha, std::nullopt, rank.count(sha) != 0 ? rank[sha] : SIZE_MAX};
+      if (repo) {
+        try {
+          item.details = repo->commit_details(sha);
+        } catch (const Error&) {
+          item.details.reset();  // not in this clone: listed by SHA alone
+        }
+      }
+      listed.push_back(std::move(item));
+    }
+    std::stable_sort(listed.begin(), listed.end(), [](const ListedBaseline& a, const ListedBaseline& b) {
+      if (a.rank != b.rank) {
+        return a.rank < b.rank;
+      }
+      if (a.details.has_value() != b.details.has_value()) {
+        return a.details.has_value();
+      }
+      return a.details && a.details->time != b.details->time ? a.details->time > b.details->time : a.sha < b.sha;
+    });
+    for (const auto& item : listed) {
+      size_t accepted = store->acceptance_log(key, item.sha).size();
+      context.out << "  " << item.sha << (accepted == 0 ? "" : " (" + std::to_string(accepted) + " accepted)");
+      if (item.details) {
+        context.out << "  " << format_commit_date(*item.details) << "  " << terminal_safe(item.details->subject);
+        if (item.rank == SIZE_MAX) {
+          context.out << "  (not on HEAD's first-parent history)";
+        }
+      } else if (repo) {
+        context.out << "  (commit not in this repository)";
+      }
+      context.out << "\n";
     }
   }
   return 0;

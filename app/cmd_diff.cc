@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -69,9 +70,11 @@ const CommandHelp k_help{
     "ancestor of the merge base of the run's commit and --base (the target branch; in GitHub Actions and\n"
     "GitLab merge request pipelines the CI's base SHA is used when --base is not given) that has a baseline\n"
     "for the run's environment key. Without a comparable baseline the result is neutral (exit 0) and says why.\n"
-    "Gated classes by default (exit 1): regressed, crashed, missing; --policy FILE changes them, per\n"
-    "experiment too, and allowlists known failures until an expiry date. Also reported: drift grew, new,\n"
-    "fixed, unchanged. The summary on stdout is text on a terminal and markdown otherwise (--format).",
+    "Gated classes by default (exit 1): regressed, crashed, missing, failure grew (a check that failed\n"
+    "before fails with max_abs grown by more than --drift-factor) and new failure (a check the baseline\n"
+    "lacks that fails); --policy FILE changes them, per experiment too, and allowlists known failures until\n"
+    "an expiry date. Also reported: drift grew, task changed, new, fixed, unchanged. The summary on stdout is text on "
+    "a terminal and markdown otherwise (--format).",
     "driftgate diff run.jsonl --base origin/main --policy gate.yaml --report report.json --junit junit.xml"};
 
 // Today's date in UTC, for allowlist expiry.
@@ -120,9 +123,9 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "when the gate fails, write what accepting the gated checks would change in the baseline to FILE, which "
       "baseline accept --proposal applies (default: baseline-proposal.jsonl next to --report)")(
       "policy", po::value<std::string>(&request.policy_path),
-      "gate policy YAML: gated classes, per-experiment overrides, allowlist (default: regressed, crashed, missing)")(
-      "today", po::value<std::string>(&request.today),
-      "judge allowlist expiry as of DATE, YYYY-MM-DD (default: today, UTC)")(
+      "gate policy YAML: gated classes, per-experiment overrides, allowlist (default: regressed, crashed, missing, "
+      "failure_grew, new_failure)")("today", po::value<std::string>(&request.today),
+                                    "judge allowlist expiry as of DATE, YYYY-MM-DD (default: today, UTC)")(
       "format", po::value<std::string>(&request.format)->default_value("auto"),
       "stdout summary: auto (text on a terminal, markdown otherwise), text, markdown")(
       "color", po::value<std::string>(&request.color)->default_value("auto"),
@@ -267,14 +270,30 @@ int cmd_diff(CommandContext& context) {
   BaselineSelection selection;
   std::exception_ptr selection_error;
   try {
-    store_owner = open_store(parse_store_spec(request->store, request->store_kind), request->repo, true);
+    StoreSpec spec = parse_store_spec(request->store, request->store_kind);
+    store_owner = open_store(spec, request->repo, false);
     repo.emplace(open_repo(request->repo));
-    std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
-    // Chosen here, read below: the baseline's lines that equal the run's are vouched
-    // for by the run's digest (read_check_like) instead of being scanned again.
-    SelectionRequest selection_request{header.commit.sha,           base, header.environment, request->max_walk,
-                                       request->allow_env_mismatch, false};
-    selection = select_baseline(*repo, *store_owner, selection_request);
+    auto* directory = dynamic_cast<DirectoryStore*>(store_owner.get());
+    std::error_code ignored;
+    if (directory != nullptr && std::filesystem::exists(spec.directory, ignored) && !directory->exists()) {
+      throw Error("--store " + spec.directory +
+                  ": not a directory; pass the directory that holds <env-key>/<sha>.jsonl files, or notes: for "
+                  "the git notes store");
+    }
+    if (directory != nullptr && !directory->exists()) {
+      // Before the first baseline: neutral, like any run without a comparable baseline.
+      selection.reason = "no comparable baseline: the baseline store " + spec.directory +
+                         " does not exist yet (no baseline was ever stored there); store one with driftgate "
+                         "baseline update RUN.jsonl --store " +
+                         spec.directory + ", or pass the --store that holds <env-key>/<sha>.jsonl files";
+    } else {
+      std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
+      // Chosen here, read below: the baseline's lines that equal the run's are vouched
+      // for by the run's digest (read_check_like) instead of being scanned again.
+      SelectionRequest selection_request{header.commit.sha,           base, header.environment, request->max_walk,
+                                         request->allow_env_mismatch, false};
+      selection = select_baseline(*repo, *store_owner, selection_request);
+    }
   } catch (...) {
     selection_error = std::current_exception();
   }
@@ -314,15 +333,15 @@ int cmd_diff(CommandContext& context) {
     write_file_atomic(request->junit_path, render_junit(report));
   }
   leave_to_exit(context, run, baseline);
-  if (request->quiet) {
-    context.out << render_verdict_line(report) << "\n";
-    return to_int(report_exit_code(report));
-  }
   // Only the real stdout can be a terminal; tests hand in string streams.
   bool terminal = &context.out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
   bool text = request->format == "text" || (request->format == "auto" && terminal);
+  bool color = request->color == "always" || (request->color == "auto" && terminal);
+  if (request->quiet) {
+    context.out << (text ? render_text_verdict_line(report, TextOptions{color}) : render_verdict_line(report)) << "\n";
+    return to_int(report_exit_code(report));
+  }
   if (text) {
-    bool color = request->color == "always" || (request->color == "auto" && terminal);
     context.out << render_text(report, TextOptions{color});
   } else {
     context.out << markdown;

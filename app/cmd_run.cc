@@ -73,10 +73,12 @@ const CommandHelp k_help{
     "Tier 2 (the experiment's `activations:`, default on_failure; always; off): every failing check gets\n"
     "a localization, the per-layer error profile and the first divergent layer (driftgate explain).\n"
     "An experiment with a `task:` section also gets tier-3 checks (output task:classification,\n"
-    "task:detection[stable|native], task:segmentation; status fail_task when the answer changed).\n"
+    "task:detection[stable|native], task:segmentation; status fail_task when the answer changed); a task\n"
+    "naming an output the model lacks (or one that is no tensor) is a config error: exit 2, nothing written.\n"
     "--mitigate: for each failing target, tries fp32, onednn_off, contiguous, eager and stable_nms alone\n"
     "and in sets of up to 3, and records the smallest set that restores agreement and its latency cost.\n"
-    "Exit 1 when any check failed (fail_*, crash_*, timeout); skipped checks do not fail the run.",
+    "Exit 1 when any check failed (fail_*, crash_*, timeout), known failures included: the gate is\n"
+    "driftgate diff's exit code. Skipped checks do not fail the run.",
     "driftgate run configs/*.yaml -o out/run.jsonl --threads 1   # then: driftgate diff out/run.jsonl"};
 
 std::optional<RunRequest> parse_request(CommandContext& context) {
@@ -222,6 +224,27 @@ class NullBuffer : public std::streambuf {
   int overflow(int c) override { return c; }
 };
 
+// A task check the runner could not judge (unsupported) means that the config's task block does
+// not fit the model: an output it names is missing or is no tensor (runner/tier3.cc, judge_task).
+// That is a config error, found at the first forward: exit 2 with the messages, nothing written.
+void refuse_unfit_tasks(const RunFile& run) {
+  std::vector<std::string> messages;
+  for (const auto& check : run.checks) {
+    if (check.status == CheckStatus::k_unsupported && check.output.rfind("task:", 0) == 0 &&
+        std::find(messages.begin(), messages.end(), check.message) == messages.end()) {
+      messages.push_back(check.message);
+    }
+  }
+  if (messages.empty()) {
+    return;
+  }
+  std::string text;
+  for (const auto& message : messages) {
+    text += "\n  " + message;
+  }
+  throw Error("driftgate run: a task does not fit its model, so no run file was written:" + text);
+}
+
 }  // namespace
 
 int cmd_run(CommandContext& context) {
@@ -254,6 +277,7 @@ int cmd_run(CommandContext& context) {
   std::ostream null_stream(&null_buffer);
   std::ostream& log = request->quiet ? null_stream : context.err;
   RunFile run = run_experiments(experiments, commit, environment, options, log);
+  refuse_unfit_tasks(run);
 
   TimingTrace::Phase write_phase(trace, "write run file");
   std::ostringstream text;

@@ -28,7 +28,8 @@ const CommandHelp k_help{
     "|target - reference| <= atol + rtol*|reference| at each atol, from the minimum tolerances the run\n"
     "recorded (min_atol at the recorded rtol, max |a-b| at rtol 0): nothing is re-run, no LibTorch is\n"
     "needed. Crashed, non-finite and structure failures fail at every atol; skipped checks are not\n"
-    "counted. --rtol other than the recorded one or 0 is answered where monotonicity decides it, else\n"
+    "counted. Task checks (tier 3) do not depend on atol: they are listed apart with their own pass rate. --rtol other "
+    "than the recorded one or 0 is answered where monotonicity decides it, else\n"
     "exit 2 naming the check.",
     "driftgate sweep out/run.jsonl --atol 1e-6,1e-5,1e-4,1e-3 --rtol 0   # the paper's table"};
 

@@ -1,6 +1,7 @@
 // driftgate trend: the per-commit history of a branch's baselines as one
 // self-contained HTML page (and optionally markdown for a PR comment). A report,
 // not a gate: it exits 0 whatever it finds, 2 on bad input with nothing written.
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -11,6 +12,7 @@
 #include "core/file_util.h"
 #include "core/git_repo.h"
 #include "differ/baseline_store.h"
+#include "differ/store_spec.h"
 #include "differ/trend.h"
 #include "differ/trend_html.h"
 #include "differ/trend_markdown.h"
@@ -21,7 +23,8 @@ namespace {
 
 // Everything `driftgate trend` was asked to do.
 struct TrendRequest {
-  std::string store = "baselines";  // the baseline store directory
+  std::string store = "baselines";  // the baseline store: a directory, or notes:[REF]
+  std::string store_kind = "dir";   // dir or notes
   std::string branch = "HEAD";      // the revision whose first-parent history is drawn
   std::string repo = ".";           // a directory inside the git checkout
   std::optional<std::string> env;   // only this environment key
@@ -33,14 +36,16 @@ struct TrendRequest {
 };
 
 const CommandHelp k_help{
-    "driftgate trend --store DIR --branch REV -o trend.html [--markdown trend.md] [options]",
+    "driftgate trend [--store DIR|notes:] --branch REV -o trend.html [--markdown trend.md] [options]",
     "Draws the history of the baselines along the first-parent history of --branch: pass rate per target\n"
-    "backend, max error per check (log scale), environment changes on the time axis, step changes (binary\n"
+    "backend, max error per check (log scale), environment changes on the time axis, step changes (optimal\n"
     "segmentation on log10(max_abs) within an environment, and medians across each environment change; at\n"
     "least --min-effect decades) with their commit range, the tolerance sweep of the newest baseline (from\n"
     "recorded min_atol), per-layer errors where records carry tier-2 profiles, and every commit's SHA,\n"
     "subject, author and date. The HTML is one file with inline SVG and CSS that opens offline. --markdown\n"
-    "adds a table and a mermaid chart for a PR comment. Always exits 0 when the report was written.",
+    "adds a table and a mermaid chart for a PR comment. Commits that only add baselines (no baseline of\n"
+    "their own, every changed file under the --store directory) are left out of the history. --store\n"
+    "notes: reads the git notes store. Always exits 0 when the report was written.",
     "driftgate trend --store baselines --branch main -o trend.html --markdown trend.md"};
 
 std::optional<TrendRequest> parse_request(CommandContext& context) {
@@ -48,9 +53,11 @@ std::optional<TrendRequest> parse_request(CommandContext& context) {
   std::string env;
   po::options_description options;
   options.add_options()("store", po::value<std::string>(&request.store)->default_value("baselines"),
-                        "baseline store directory (<env-key>/<sha>.jsonl)")(
-      "branch", po::value<std::string>(&request.branch)->default_value("HEAD"),
-      "branch or revision whose first-parent history is drawn")(
+                        "baseline store: a directory (<env-key>/<sha>.jsonl), or notes: / notes:REF for git notes")(
+      "store-kind", po::value<std::string>(&request.store_kind)->default_value("dir"),
+      "dir or notes (the same as --store notes:)")("branch",
+                                                   po::value<std::string>(&request.branch)->default_value("HEAD"),
+                                                   "branch or revision whose first-parent history is drawn")(
       "repo", po::value<std::string>(&request.repo)->default_value("."), "a directory inside the git checkout")(
       "env", po::value<std::string>(&env), "only this environment key (16 hex digits; default: every key)")(
       "max-commits", po::value<int>(&request.max_commits)->default_value(200),
@@ -100,15 +107,21 @@ int cmd_trend(CommandContext& context) {
   if (!request) {
     return 0;
   }
-  DirectoryStore store(request->store);
-  if (!store.exists()) {
-    throw Error("--store " + request->store +
-                ": no such baseline store directory; pass the directory that holds <env-key>/<sha>.jsonl files");
-  }
+  StoreSpec spec = parse_store_spec(request->store, request->store_kind);
   GitRepo repo = open_repo(request->repo);
+  std::unique_ptr<BaselineStore> store_owner = open_store(spec, request->repo, true);
+  const BaselineStore& store = *store_owner;
   std::string head = repo.resolve(request->branch);
+  // Commits that only add baselines (the commit-per-baseline flow) carry no data of their own:
+  // left out, so the axis and the table hold the commits that were measured.
+  std::optional<std::string> store_path = store_path_in_repo(spec, repo);
   std::vector<CommitDetails> commits;
+  size_t baseline_only = 0;
   for (const auto& sha : repo.first_parent_walk(head, request->max_commits)) {
+    if (is_baseline_only_commit(repo, store, store_path, sha)) {
+      ++baseline_only;
+      continue;
+    }
     commits.push_back(repo.commit_details(sha));
   }
   TrendOptions options;
@@ -129,7 +142,11 @@ int cmd_trend(CommandContext& context) {
   if (!request->quiet) {
     context.err << "driftgate trend: " << trend.commits.size() << " commits, " << trend.baselines << " baselines in "
                 << trend.envs.size() << " environment(s), " << trend.markers.size() << " environment change(s), "
-                << trend.steps.size() << " step change(s); wrote " << request->output_path
+                << trend.steps.size() << " step change(s)"
+                << (baseline_only == 0
+                        ? ""
+                        : "; left out " + std::to_string(baseline_only) + " commit(s) that only add baselines")
+                << "; wrote " << request->output_path
                 << (request->markdown_path.empty() ? "" : " and " + request->markdown_path) << "\n";
   }
   return 0;

@@ -39,8 +39,9 @@ void print_usage(std::ostream& out) {
   for (const auto& command : driftgate::command_table()) {
     out << "  " << command.name << std::string(12 - std::strlen(command.name), ' ') << command.summary << "\n";
   }
-  out << "\nExample (a pull-request gate):\n"
-         "  driftgate run configs/*.yaml -o run.jsonl && driftgate diff run.jsonl\n\n"
+  out << "\nExample (a pull-request gate; run exits 1 when any check fails, known failures included, and 2\n"
+         "on bad input, so the gate is diff's exit code):\n"
+         "  driftgate run configs/*.yaml -o run.jsonl; [ $? -le 1 ] && driftgate diff run.jsonl\n\n"
       << driftgate::exit_code_help();
 }
 

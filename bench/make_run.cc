@@ -8,9 +8,12 @@
 //
 //   make_run --out FILE --sha SHA [--inputs N] [--targets K] [--experiments E]
 //            [--threads T] [--onednn V] [--fail GLOB]... [--fail-every M]
-//            [--scale F] [--shard I/N] [--branch B] [--dirty]
+//            [--scale F] [--shard I/N] [--branch B] [--dirty] [--tasks] [--atol A]
 // Check ids are e<j>/in<i>/cpu_fp32~t<k>/out. A check matching a --fail glob, or
 // every M-th check, is fail_numeric; --scale multiplies every max_abs (drift).
+// --tasks adds a tier-3 check e<j>/in<i>/cpu_fp32~t<k>/task:classification per numeric one
+// (fail_task where a --fail glob matches it); --atol sets every check's and experiment's atol
+// (and changes the config hash, as an edited config would).
 #include <fnmatch.h>
 
 #include <cstdio>
@@ -39,12 +42,15 @@ struct Options {
   double scale = 1.0;
   int shard_index = 0;
   int shard_count = 1;
+  bool tasks = false;
+  double atol = 1e-5;
 };
 
 [[noreturn]] void usage(const std::string& what) {
   std::cerr << "make_run: " << what
             << "\nusage: make_run --out FILE --sha SHA [--inputs N] [--targets K] [--experiments E] [--threads T] "
-               "[--onednn V] [--fail GLOB]... [--fail-every M] [--scale F] [--shard I/N] [--branch B] [--dirty]\n";
+               "[--onednn V] [--fail GLOB]... [--fail-every M] [--scale F] [--shard I/N] [--branch B] [--dirty] "
+               "[--tasks] [--atol A]\n";
   std::exit(2);
 }
 
@@ -54,6 +60,10 @@ Options parse(int argc, char** argv) {
     std::string flag = argv[i];
     if (flag == "--dirty") {
       options.dirty = true;
+      continue;
+    }
+    if (flag == "--tasks") {
+      options.tasks = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -82,6 +92,8 @@ Options parse(int argc, char** argv) {
       options.fail_every = std::stol(value);
     } else if (flag == "--scale") {
       options.scale = std::stod(value);
+    } else if (flag == "--atol") {
+      options.atol = std::stod(value);
     } else if (flag == "--shard") {
       if (std::sscanf(value.c_str(), "%d/%d", &options.shard_index, &options.shard_count) != 2) {
         usage("--shard expects I/N");
@@ -127,10 +139,30 @@ driftgate::CheckRecord make_check(const Options& options, int experiment, int in
   stats.reference_repeat_max_abs = 0.0;
   stats.target_repeat_max_abs = 0.0;
   check.stats = stats;
+  check.tolerance.atol = options.atol;
   check.observed_reference = driftgate::ObservedTensor{"cpu", "float32", "contiguous", {1, 1000}};
   check.observed_target = check.observed_reference;
   check.reference_ms = 1.5;
   check.target_ms = 1.75;
+  return check;
+}
+
+// The tier-3 companion of a numeric check: a classification answer, no tier-1 statistics.
+driftgate::CheckRecord make_task_check(const Options& options, const driftgate::CheckRecord& numeric) {
+  driftgate::CheckRecord check = numeric;
+  check.output = "task:classification";
+  check.id = driftgate::make_check_id(check.experiment, check.input, check.reference, check.target, check.output);
+  bool fails = false;
+  for (const auto& glob : options.fail) {
+    fails = fails || ::fnmatch(glob.c_str(), check.id.c_str(), 0) == 0;
+  }
+  check.status = fails ? driftgate::CheckStatus::k_fail_task : driftgate::CheckStatus::k_pass;
+  check.message = fails ? "top-1 class changed on 1 of 8 images" : "";
+  check.stats.reset();
+  check.observed_reference.reset();
+  check.observed_target.reset();
+  check.task = driftgate::TaskResult{
+      "classification", "top1+top5", {{"top1_agreement", fails ? 0.875 : 1.0}, {"flips", fails ? 1.0 : 0.0}}, {}};
   return check;
 }
 
@@ -160,12 +192,19 @@ int main(int argc, char** argv) {
     for (int t = 0; t < options.targets; ++t) {
       experiment.targets.push_back("t" + std::to_string(t));
     }
+    experiment.tolerance.atol = options.atol;
+    if (options.atol != 1e-5) {
+      experiment.config_hash = "3333333ccccccccccccccccccccccccccccccccc";
+    }
     experiment.tolerance_origin = "default";
     run.header.experiments.push_back(experiment);
     for (int i = 0; i < options.inputs; ++i) {
       for (int t = 0; t < options.targets; ++t, ++ordinal) {
         if (ordinal % options.shard_count == options.shard_index) {
           run.checks.push_back(make_check(options, e, i, t, ordinal));
+          if (options.tasks) {
+            run.checks.push_back(make_task_check(options, run.checks.back()));
+          }
         }
       }
     }

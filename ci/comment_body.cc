@@ -15,8 +15,8 @@ namespace {
 using Json = nlohmann::json;
 
 const char* const k_arrow = " \xE2\x86\x92 ";  // →
-const char* const k_classes[] = {"regressed",    "crashed", "missing", "drift_grew",
-                                 "task_changed", "new",     "fixed",   "unchanged"};
+const char* const k_classes[] = {"regressed",  "crashed",      "missing", "failure_grew", "new_failure",
+                                 "drift_grew", "task_changed", "new",     "fixed",        "unchanged"};
 
 std::string text_field(const Json& object, const char* name) {
   if (!object.is_object() || !object.contains(name) || !object[name].is_string()) {

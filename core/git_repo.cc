@@ -277,6 +277,71 @@ std::vector<std::string> GitRepo::first_parent_walk(const std::string& start, in
   }
 }
 
+std::vector<std::string> GitRepo::parents(const std::string& sha) const {
+  git_oid oid;
+  if (git_oid_fromstr(&oid, sha.c_str()) != 0) {
+    throw Error("invalid commit '" + sha + "': " + last_git_error());
+  }
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, m_repo, &oid) != 0) {
+    throw Error("unknown commit '" + sha + "' in " + workdir() + "; fetch it (git fetch origin " + sha + ")");
+  }
+  CommitPtr commit(raw);
+  std::vector<std::string> result;
+  for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i) {
+    git_commit* parent = nullptr;
+    if (git_commit_lookup(&parent, m_repo, git_commit_parent_id(commit.get(), i)) == 0) {
+      git_commit_free(parent);
+      result.push_back(oid_hex(git_commit_parent_id(commit.get(), i)));
+    }
+  }
+  return result;
+}
+
+bool GitRepo::changes_only_under(const std::string& sha, const std::string& prefix) const {
+  git_oid oid;
+  if (git_oid_fromstr(&oid, sha.c_str()) != 0) {
+    throw Error("invalid commit '" + sha + "': " + last_git_error());
+  }
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, m_repo, &oid) != 0) {
+    throw Error("unknown commit '" + sha + "' in " + workdir() + "; fetch it (git fetch origin " + sha + ")");
+  }
+  CommitPtr commit(raw);
+  if (git_commit_parentcount(commit.get()) == 0) {
+    return false;
+  }
+  git_commit* raw_parent = nullptr;
+  if (git_commit_lookup(&raw_parent, m_repo, git_commit_parent_id(commit.get(), 0)) != 0) {
+    return false;  // a shallow boundary
+  }
+  CommitPtr parent(raw_parent);
+  git_tree* raw_tree = nullptr;
+  git_tree* raw_parent_tree = nullptr;
+  if (git_commit_tree(&raw_tree, commit.get()) != 0 || git_commit_tree(&raw_parent_tree, parent.get()) != 0) {
+    git_tree_free(raw_tree);
+    throw Error("cannot read the tree of commit " + sha + ": " + last_git_error());
+  }
+  std::unique_ptr<git_tree, void (*)(git_tree*)> tree(raw_tree, git_tree_free);
+  std::unique_ptr<git_tree, void (*)(git_tree*)> parent_tree(raw_parent_tree, git_tree_free);
+  git_diff* raw_diff = nullptr;
+  if (git_diff_tree_to_tree(&raw_diff, m_repo, parent_tree.get(), tree.get(), nullptr) != 0) {
+    throw Error("cannot compare commit " + sha + " with its parent: " + last_git_error());
+  }
+  std::unique_ptr<git_diff, void (*)(git_diff*)> diff(raw_diff, git_diff_free);
+  size_t deltas = git_diff_num_deltas(diff.get());
+  const std::string under = prefix + "/";
+  for (size_t i = 0; i < deltas; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    for (const char* path : {delta->old_file.path, delta->new_file.path}) {
+      if (path != nullptr && std::string(path).rfind(under, 0) != 0) {
+        return false;
+      }
+    }
+  }
+  return deltas > 0;
+}
+
 std::optional<std::string> GitRepo::user_identity() const {
   git_config* raw = nullptr;
   if (git_repository_config_snapshot(&raw, m_repo) != 0) {

@@ -58,6 +58,16 @@ class GitRepo {
   // Stops early at a shallow boundary or a root commit.
   std::vector<std::string> first_parent_walk(const std::string& start, int limit) const;
 
+  // The parents of the commit `sha` (a full SHA), first parent first; empty for a root commit.
+  // A parent missing from a shallow clone is left out. Throws driftgate::Error for an unknown commit.
+  std::vector<std::string> parents(const std::string& sha) const;
+
+  // Whether the commit `sha` changes files (against its first parent) only under the directory
+  // `prefix` (relative to the repository root, "/"-separated, no trailing slash), and changes
+  // at least one: a commit that only adds baselines. False for a root commit, or when the
+  // parent is missing from a shallow clone.
+  bool changes_only_under(const std::string& sha, const std::string& prefix) const;
+
   // "Name <email>" from git config (user.name, user.email; either alone when the
   // other is unset), or nullopt when neither is configured: who accepted a baseline.
   std::optional<std::string> user_identity() const;

@@ -61,7 +61,33 @@ std::optional<bool> passes_at(const CheckRecord& check, double atol, double rtol
   return std::nullopt;
 }
 
+std::string percent(int64_t passing, int64_t checks) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.1f%% (%lld/%lld)",
+                checks > 0 ? 100.0 * static_cast<double>(passing) / static_cast<double>(checks) : 0.0,
+                static_cast<long long>(passing), static_cast<long long>(checks));
+  return buffer;
+}
+
+void render_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& cells) {
+  std::vector<size_t> widths(cells.front().size(), 0);
+  for (const auto& line : cells) {
+    for (size_t c = 0; c < line.size(); ++c) {
+      widths[c] = std::max(widths[c], line[c].size());
+    }
+  }
+  for (const auto& line : cells) {
+    for (size_t c = 0; c < line.size(); ++c) {
+      const std::string pad(widths[c] - line[c].size(), ' ');
+      out << (c == 0 ? line[c] + pad : "  " + pad + line[c]);
+    }
+    out << "\n";
+  }
+}
+
 }  // namespace
+
+bool is_task_check(const CheckRecord& check) { return check.task.has_value() || check.output.rfind("task:", 0) == 0; }
 
 std::vector<double> parse_tolerance_list(const std::string& text, const std::string& option) {
   std::vector<double> values;
@@ -90,6 +116,16 @@ SweepTable sweep_run(const RunFile& run, const SweepRequest& request) {
   for (const CheckRecord& check : run.checks) {
     if (check.status == CheckStatus::k_skipped) {
       ++table.skipped;
+      continue;
+    }
+    if (is_task_check(check)) {
+      auto task_row = std::find_if(table.task_rows.begin(), table.task_rows.end(),
+                                   [&](const TaskRow& item) { return item.target == check.target; });
+      if (task_row == table.task_rows.end()) {
+        task_row = table.task_rows.insert(table.task_rows.end(), TaskRow{check.target, 0, 0});
+      }
+      ++task_row->checks;
+      task_row->passing += check.status == CheckStatus::k_pass ? 1 : 0;
       continue;
     }
     auto row = std::find_if(table.rows.begin(), table.rows.end(),
@@ -128,26 +164,18 @@ void render_sweep_text(std::ostream& out, const SweepTable& table) {
   for (const SweepRow& row : table.rows) {
     std::vector<std::string> line{row.target, std::to_string(row.checks)};
     for (int64_t passing : row.passing) {
-      char buffer[64];
-      std::snprintf(buffer, sizeof buffer, "%.1f%% (%lld/%lld)",
-                    row.checks > 0 ? 100.0 * static_cast<double>(passing) / static_cast<double>(row.checks) : 0.0,
-                    static_cast<long long>(passing), static_cast<long long>(row.checks));
-      line.push_back(buffer);
+      line.push_back(percent(passing, row.checks));
     }
     cells.push_back(line);
   }
-  std::vector<size_t> widths(header.size(), 0);
-  for (const auto& line : cells) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      widths[c] = std::max(widths[c], line[c].size());
+  render_aligned(out, cells);
+  if (!table.task_rows.empty()) {
+    out << "task checks (tier 3), judged by their task tolerances at every atol:\n";
+    std::vector<std::vector<std::string>> task_cells{{"target", "checks", "pass"}};
+    for (const TaskRow& row : table.task_rows) {
+      task_cells.push_back({row.target, std::to_string(row.checks), percent(row.passing, row.checks)});
     }
-  }
-  for (const auto& line : cells) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      const std::string pad(widths[c] - line[c].size(), ' ');
-      out << (c == 0 ? line[c] + pad : "  " + pad + line[c]);
-    }
-    out << "\n";
+    render_aligned(out, task_cells);
   }
   if (table.skipped > 0) {
     out << table.skipped << " skipped check(s) are not counted\n";

@@ -6,7 +6,8 @@
 // rtol 0), so the pass/fail of the assert_close rule |a-b| <= atol + rtol*|b| at any
 // atol is a lookup. At another rtol the verdict follows from monotonicity where it
 // can (the minimum atol never grows as rtol grows); where it cannot, sweep says so
-// rather than guess. Torch-free.
+// rather than guess. Task checks (tier 3, output "task:...") are judged by their task
+// tolerances, not by atol: they get their own pass rate, never mixed into the curves. Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -31,17 +32,29 @@ struct SweepRow {
   std::vector<int64_t> passing;  // per atol
 };
 
+// One target backend's task checks (tier 3): how many, how many pass. No atol moves them.
+struct TaskRow {
+  std::string target;
+  int64_t checks = 0;   // task checks of this target that were not skipped
+  int64_t passing = 0;  // of them, status pass
+};
+
 struct SweepTable {
   SweepRequest request;
-  std::vector<SweepRow> rows;  // targets in order of first appearance
-  int64_t skipped = 0;         // skipped checks, left out of every rate
+  std::vector<SweepRow> rows;      // numeric checks: targets in order of first appearance
+  std::vector<TaskRow> task_rows;  // task checks: targets in order of first appearance
+  int64_t skipped = 0;             // skipped checks, left out of every rate
 };
+
+// A tier-3 task check (output "task:<kind>", or carrying a task result).
+bool is_task_check(const CheckRecord& check);
 
 // Throws driftgate::Error naming the check when its verdict at the requested rtol
 // cannot be derived from what was recorded.
 SweepTable sweep_run(const RunFile& run, const SweepRequest& request);
 
-// The table as aligned text: "target  checks  atol=1e-06 ..." with "100.0% (4/4)" cells.
+// The table as aligned text: "target  checks  atol=1e-06 ..." with "100.0% (4/4)" cells, then
+// the task checks' own pass rate per target, when there are any.
 void render_sweep_text(std::ostream& out, const SweepTable& table);
 
 // "1e-6,1e-5" -> {1e-6, 1e-5}. Throws driftgate::Error on an empty list, a value

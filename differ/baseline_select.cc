@@ -51,13 +51,39 @@ struct Hit {
   std::string sha;
   std::string env_key;
   int steps = 0;
+  std::string merged_by = {};  // a baseline accepted on a merged branch: the merge commit
 };
 
+bool is_accepted(const BaselineStore& store, const std::string& key, const std::string& sha) {
+  return store.contains(key, sha) && !store.acceptance_log(key, sha).empty();
+}
+
+// A baseline accepted (driftgate baseline accept) on a branch that the merge commit `merge`
+// brought in: on a second or later parent or its first parents, down to where they meet the
+// merge's first parent; the newest such commit of the first such parent.
+std::optional<Hit> accepted_on_merged_branch(const GitRepo& repo, const BaselineStore& store, const std::string& merge,
+                                             const std::string& own, int steps, int max_walk) {
+  std::vector<std::string> parents = repo.parents(merge);
+  for (size_t p = 1; p < parents.size(); ++p) {
+    std::optional<std::string> fork = repo.merge_base(parents[p], parents[0]);
+    for (const std::string& sha : repo.first_parent_walk(parents[p], max_walk)) {
+      if (fork && sha == *fork) {
+        break;
+      }
+      if (is_accepted(store, own, sha)) {
+        return Hit{sha, own, steps, merge};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // Walks `walk` and returns the nearest baseline of `own` and the nearest of any
-// other environment key (each may be absent).
-std::pair<std::optional<Hit>, std::optional<Hit>> nearest_hits(const BaselineStore& store,
+// other environment key (each may be absent). A merge commit on the walk counts a
+// baseline accepted on the branch it merged as its own (accepted_on_merged_branch).
+std::pair<std::optional<Hit>, std::optional<Hit>> nearest_hits(const GitRepo& repo, const BaselineStore& store,
                                                                const std::vector<std::string>& walk,
-                                                               const std::string& own) {
+                                                               const std::string& own, int max_walk) {
   std::vector<std::string> others = store.env_keys();
   others.erase(std::remove(others.begin(), others.end(), own), others.end());
   std::optional<Hit> other;
@@ -65,6 +91,9 @@ std::pair<std::optional<Hit>, std::optional<Hit>> nearest_hits(const BaselineSto
     int steps = static_cast<int>(i);
     if (store.contains(own, walk[i])) {
       return {Hit{walk[i], own, steps}, other};
+    }
+    if (std::optional<Hit> merged = accepted_on_merged_branch(repo, store, walk[i], own, steps, max_walk)) {
+      return {merged, other};
     }
     for (size_t k = 0; k < others.size() && !other; ++k) {
       if (store.contains(others[k], walk[i])) {
@@ -84,7 +113,7 @@ std::optional<Hit> accepted_on_branch(const GitRepo& repo, const BaselineStore& 
   }
   std::vector<std::string> branch = repo.first_parent_walk(head, max_walk);
   for (size_t i = 0; i < branch.size() && branch[i] != start; ++i) {
-    if (store.contains(own, branch[i]) && !store.acceptance_log(own, branch[i]).empty()) {
+    if (is_accepted(store, own, branch[i])) {
       return Hit{branch[i], own, 0};
     }
   }
@@ -114,8 +143,13 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
   }
   BaselineSelection selection;
   if (!is_commit_sha(request.head_sha)) {
-    selection.reason = "the run has no commit SHA ('" + request.head_sha +
-                       "'): it was made outside a git checkout, so no baseline can be chosen by ancestry";
+    bool unborn = repo.head_info().sha == "unknown";
+    selection.reason = "the run has no commit SHA ('" + request.head_sha + "'): " +
+                       (unborn ? "the repository " + repo.workdir() +
+                                     " has no commit yet (git commit, then run again), so no baseline can be chosen "
+                                     "by ancestry"
+                               : std::string("it was made outside a git checkout, so no baseline can be chosen by "
+                                             "ancestry"));
     return selection;
   }
   StartPoint start = choose_start(repo, request);
@@ -131,9 +165,14 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
                               " (driftgate baseline accept), not the merge base's");
     return selection;
   }
-  auto [same, other] = nearest_hits(store, walk, own);
+  auto [same, other] = nearest_hits(repo, store, walk, own, request.max_walk);
   if (same) {
     take(selection, store, *same, request.load);
+    if (!same->merged_by.empty()) {
+      selection.notes.push_back("using the baseline accepted on the branch merged by " + short_sha(same->merged_by) +
+                                ", at " + short_sha(same->sha) +
+                                " (driftgate baseline accept), not an older first-parent one");
+    }
     return selection;
   }
   if (repo.is_shallow() && static_cast<int>(walk.size()) < request.max_walk) {

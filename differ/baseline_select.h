@@ -8,7 +8,11 @@
 // environment key. One exception comes first: a baseline accepted on the branch
 // itself (`baseline accept` for the run's commit or a first parent above the
 // start, with an acceptance log) is the refresh the user asked for, so it wins,
-// with a note. Finding none is a neutral outcome with a reason; comparing
+// with a note. The same holds after the branch is merged: walking first parents, a
+// merge commit met before any baseline of its own brings in the newest baseline
+// accepted on the branch it merged (its second parent's first parents, down to where
+// they meet the first parent), with a note; plain `baseline update` baselines on a
+// merged branch do not count, only accepted ones. Finding none is a neutral outcome with a reason; comparing
 // across environments happens only when asked (allow_env_mismatch) and is marked.
 #pragma once
 
@@ -38,7 +42,8 @@ struct BaselineSelection {
   bool found = false;
   std::string sha;                  // the baseline's commit
   std::string env_key;              // the baseline's environment key
-  int steps = 0;                    // first-parent steps from start_sha to sha (0: the start itself)
+  int steps = 0;                    // first-parent steps from start_sha to sha (0: the start itself;
+                                    // for a merged branch's accepted baseline: to the merge commit)
   std::string start_sha;            // where the walk began: the merge base, or the run's commit
   bool env_mismatch = false;        // the baseline is of another environment (allow_env_mismatch)
   std::string env_changes;          // baseline environment -> run environment, "onednn 2.6.3 -> 3.1"

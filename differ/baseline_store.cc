@@ -21,6 +21,18 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* k_lock_name = ".lock";
+constexpr const char* k_ignore_name = ".gitignore";
+
+// Keeps the store's lock file out of `git add baselines/`: a .gitignore naming it, written
+// once beside it (an existing .gitignore is the user's and left alone).
+void ignore_lock_file(const std::string& root) {
+  std::error_code ec;
+  fs::path ignore = fs::path(root) / k_ignore_name;
+  if (!fs::exists(ignore, ec)) {
+    write_file_atomic(ignore.string(),
+                      std::string("# driftgate's lock file for concurrent writers\n") + k_lock_name + "\n");
+  }
+}
 constexpr const char* k_suffix = ".jsonl";
 constexpr const char* k_acceptance_suffix = ".accepted.jsonl";
 
@@ -186,6 +198,7 @@ std::string DirectoryStore::save_accepted(const RunFile& run, const std::string&
     throw Error(m_root + ": cannot create the baseline store (" + ec.message() + ")");
   }
   ExclusiveLock lock((fs::path(m_root) / k_lock_name).string());
+  ignore_lock_file(m_root);
   write_file_atomic(path, content.str());
   if (!acceptance_line.empty()) {
     std::string log_path = acceptance_path_of(env_key, run.header.commit.sha);

@@ -17,9 +17,6 @@ class SegmentCost {
     }
   }
 
-  // Mean of values[begin, end).
-  double mean(size_t begin, size_t end) const { return (m_sum[end] - m_sum[begin]) / static_cast<double>(end - begin); }
-
   // Sum of squared deviations from the mean over values[begin, end).
   double cost(size_t begin, size_t end) const {
     double n = static_cast<double>(end - begin);
@@ -31,31 +28,6 @@ class SegmentCost {
   std::vector<double> m_sum;
   std::vector<double> m_squares;
 };
-
-// Splits [begin, end) recursively while the best split lowers the cost by more than `penalty`.
-void segment(const SegmentCost& cost, size_t begin, size_t end, size_t min_segment, double penalty,
-             std::vector<size_t>& boundaries) {
-  if (end - begin < 2 * min_segment) {
-    return;
-  }
-  double whole = cost.cost(begin, end);
-  double best_gain = 0.0;
-  size_t best = 0;
-  for (size_t split = begin + min_segment; split + min_segment <= end; ++split) {
-    double gain = whole - cost.cost(begin, split) - cost.cost(split, end);
-    if (gain > best_gain) {
-      best_gain = gain;
-      best = split;
-    }
-  }
-  // The relative epsilon keeps floating-point residue on a constant series from splitting it.
-  if (best == 0 || best_gain <= penalty || best_gain <= 1e-12 * (1.0 + whole)) {
-    return;
-  }
-  segment(cost, begin, best, min_segment, penalty, boundaries);
-  boundaries.push_back(best);
-  segment(cost, best, end, min_segment, penalty, boundaries);
-}
 
 double median(const std::vector<double>& values, size_t begin, size_t end) {
   std::vector<double> part(values.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -91,7 +63,86 @@ void merge_small_steps(const std::vector<double>& values, double min_effect, std
   }
 }
 
+double segment_median(const std::vector<double>& values, const std::vector<size_t>& boundaries, size_t i) {
+  size_t begin = i == 0 ? 0 : boundaries[i - 1];
+  size_t end = i == boundaries.size() ? values.size() : boundaries[i];
+  return median(values, begin, end);
+}
+
+// Step 2: short interior segments (fewer than min_segment points) are outliers or overshoots,
+// unless they lie between their neighbours (a staircase of two real steps).
+void remove_outliers(const std::vector<double>& values, size_t min_segment, double min_effect,
+                     std::vector<size_t>& boundaries) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    // Segment i spans [boundaries[i - 1], boundaries[i]); interior ones have 1 <= i < size.
+    for (size_t i = 1; i < boundaries.size(); ++i) {
+      if (boundaries[i] - boundaries[i - 1] >= min_segment) {
+        continue;
+      }
+      double before = segment_median(values, boundaries, i - 1);
+      double level = segment_median(values, boundaries, i);
+      double after = segment_median(values, boundaries, i + 1);
+      if ((before <= level && level <= after) || (before >= level && level >= after)) {
+        continue;  // a staircase
+      }
+      if (std::fabs(after - before) < min_effect) {
+        boundaries.erase(boundaries.begin() + static_cast<std::ptrdiff_t>(i - 1),
+                         boundaries.begin() + static_cast<std::ptrdiff_t>(i + 1));  // one outlier
+      } else {
+        boundaries.erase(boundaries.begin() + static_cast<std::ptrdiff_t>(i));  // an overshoot
+      }
+      changed = true;
+      break;
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<size_t> optimal_boundaries(const std::vector<double>& values, double penalty) {
+  const size_t n = values.size();
+  if (n < 2) {
+    return {};
+  }
+  SegmentCost cost(values);
+  // best[t]: the least penalized cost of values[0, t); last[t]: where its last segment begins.
+  std::vector<double> best(n + 1, 0.0);
+  std::vector<size_t> last(n + 1, 0);
+  best[0] = -penalty;  // the first segment pays no change penalty
+  std::vector<size_t> candidates = {0};
+  // A floating-point margin: the prefix-sum costs carry rounding of the order of the sums.
+  const double slack = 1e-9 * (1.0 + cost.cost(0, n));
+  for (size_t t = 1; t <= n; ++t) {
+    double best_here = INFINITY;
+    size_t best_start = 0;
+    for (size_t start : candidates) {
+      double total = best[start] + cost.cost(start, t) + penalty;
+      if (total < best_here - slack) {
+        best_here = total;
+        best_start = start;
+      }
+    }
+    best[t] = best_here;
+    last[t] = best_start;
+    // PELT: a start that cannot beat the best even now never will (the cost is superadditive).
+    std::vector<size_t> kept;
+    for (size_t start : candidates) {
+      if (best[start] + cost.cost(start, t) <= best[t] + slack) {
+        kept.push_back(start);
+      }
+    }
+    kept.push_back(t);
+    candidates = std::move(kept);
+  }
+  std::vector<size_t> boundaries;
+  for (size_t t = n; last[t] > 0; t = last[t]) {
+    boundaries.push_back(last[t]);
+  }
+  std::reverse(boundaries.begin(), boundaries.end());
+  return boundaries;
+}
 
 double robust_noise_scale(const std::vector<double>& values) {
   if (values.size() < 3) {
@@ -102,7 +153,9 @@ double robust_noise_scale(const std::vector<double>& values) {
   for (size_t i = 1; i < values.size(); ++i) {
     differences.push_back(std::fabs(values[i] - values[i - 1]));
   }
-  auto middle = differences.begin() + static_cast<std::ptrdiff_t>(differences.size() / 2);
+  // The lower median: with an even count the upper one would be a step as soon as half the
+  // differences are steps (3 points, one step: the differences are {step, 0}).
+  auto middle = differences.begin() + static_cast<std::ptrdiff_t>((differences.size() - 1) / 2);
   std::nth_element(differences.begin(), middle, differences.end());
   // For Gaussian noise of deviation s, |x[i] - x[i-1]| has median 0.6745 * sqrt(2) * s.
   return *middle / (0.6745 * std::sqrt(2.0));
@@ -111,16 +164,15 @@ double robust_noise_scale(const std::vector<double>& values) {
 std::vector<ChangePoint> find_change_points(const std::vector<double>& values, const ChangePointOptions& options) {
   std::vector<ChangePoint> changes;
   size_t min_segment = std::max<size_t>(1, options.min_segment);
-  if (values.size() < 2 * min_segment) {
+  if (values.size() < 2) {
     return changes;
   }
-  SegmentCost cost(values);
   // Noise below a quarter of the smallest reportable effect is treated as that large, so
   // a nearly constant series does not split on rounding and then merge it away again.
   double noise = std::max(robust_noise_scale(values), options.min_effect / 4.0);
   double penalty = options.penalty_factor * noise * noise * std::log(static_cast<double>(values.size()));
-  std::vector<size_t> boundaries;
-  segment(cost, 0, values.size(), min_segment, penalty, boundaries);
+  std::vector<size_t> boundaries = optimal_boundaries(values, penalty);
+  remove_outliers(values, min_segment, options.min_effect, boundaries);
   merge_small_steps(values, options.min_effect, boundaries);
   for (size_t i = 0; i < boundaries.size(); ++i) {
     size_t begin = i == 0 ? 0 : boundaries[i - 1];

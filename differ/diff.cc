@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -22,6 +23,8 @@ constexpr ClassName k_class_names[] = {
     {DiffClass::k_regressed, "regressed"},
     {DiffClass::k_crashed, "crashed"},
     {DiffClass::k_missing, "missing"},
+    {DiffClass::k_failure_grew, "failure_grew"},
+    {DiffClass::k_new_failure, "new_failure"},
     {DiffClass::k_drift_grew, "drift_grew"},
     {DiffClass::k_task_changed, "task_changed"},
     {DiffClass::k_new, "new"},
@@ -38,12 +41,21 @@ std::optional<double> max_abs_of(const CheckDigest& check) {
   return check.max_abs;
 }
 
-bool drift_grew(const CheckDigest& before, const CheckDigest& after, const DiffOptions& options) {
-  if (before.status != CheckStatus::k_pass || after.status != CheckStatus::k_pass || !before.has_stats ||
-      !after.has_stats) {
+// max_abs grew by more than the drift factor and ends above the floor; both need statistics.
+bool grew(const CheckDigest& before, const CheckDigest& after, const DiffOptions& options) {
+  if (!before.has_stats || !after.has_stats) {
     return false;
   }
   return after.max_abs > options.drift_floor && after.max_abs > before.max_abs * options.drift_factor;
+}
+
+bool drift_grew(const CheckDigest& before, const CheckDigest& after, const DiffOptions& options) {
+  return before.status == CheckStatus::k_pass && after.status == CheckStatus::k_pass && grew(before, after, options);
+}
+
+// A failure kept (fail_* -> fail_*, an accepted known failure included) whose error grew by the factor.
+bool failure_grew(const CheckDigest& before, const CheckDigest& after, const DiffOptions& options) {
+  return is_failure(before.status) && is_failure(after.status) && grew(before, after, options);
 }
 
 const TaskResult* task_of(const CheckDigest& check) {
@@ -85,6 +97,9 @@ DiffClass classify(const CheckDigest& before, const CheckDigest& after, const Di
   if (failed_before && after.status == CheckStatus::k_pass) {
     return DiffClass::k_fixed;
   }
+  if (failure_grew(before, after, options)) {
+    return DiffClass::k_failure_grew;
+  }
   if (drift_grew(before, after, options)) {
     return DiffClass::k_drift_grew;
   }
@@ -92,6 +107,43 @@ DiffClass classify(const CheckDigest& before, const CheckDigest& after, const Di
     return DiffClass::k_task_changed;
   }
   return DiffClass::k_unchanged;
+}
+
+std::string number_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+std::string list_text(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) {
+    text += (text.empty() ? "" : ", ") + item;
+  }
+  return "[" + text + "]";
+}
+
+// What the run records of an experiment's config that differs: the settings a changed config
+// hash may stand for. "" when none does.
+std::string config_details(const ExperimentHeader& was, const ExperimentHeader& now) {
+  std::vector<std::string> parts;
+  auto add = [&](const std::string& key, const std::string& before, const std::string& after) {
+    if (before != after) {
+      parts.push_back(key + " " + before + " -> " + after);
+    }
+  };
+  add("tolerance atol", number_text(was.tolerance.atol), number_text(now.tolerance.atol));
+  add("tolerance rtol", number_text(was.tolerance.rtol), number_text(now.tolerance.rtol));
+  add("tolerance rule", to_string(was.tolerance.rule), to_string(now.tolerance.rule));
+  add("reference", was.reference, now.reference);
+  add("targets", list_text(was.targets), list_text(now.targets));
+  add("inputs", list_text(was.inputs), list_text(now.inputs));
+  add("model", was.model_path, now.model_path);
+  std::string text;
+  for (const auto& part : parts) {
+    text += (text.empty() ? "" : "; ") + part;
+  }
+  return text;
 }
 
 std::vector<ExperimentChange> experiment_changes(const RunHeader& run, const RunHeader& baseline) {
@@ -106,7 +158,7 @@ std::vector<ExperimentChange> experiment_changes(const RunHeader& run, const Run
       changes.push_back({now.name, "model", was->model_hash, now.model_hash});
     }
     if (was->config_hash != now.config_hash) {
-      changes.push_back({now.name, "config", was->config_hash, now.config_hash});
+      changes.push_back({now.name, "config", was->config_hash, now.config_hash, config_details(*was, now)});
     }
   }
   std::sort(changes.begin(), changes.end(), [](const ExperimentChange& a, const ExperimentChange& b) {
@@ -186,7 +238,8 @@ const std::vector<DiffClass>& all_diff_classes() {
 }
 
 std::string ExperimentChange::note() const {
-  return what + " changed (" + short_hash(before) + " -> " + short_hash(after) + ")";
+  return what + " changed (" + short_hash(before) + " -> " + short_hash(after) +
+         (details.empty() ? "" : ": " + details) + ")";
 }
 
 void QuietChecks::reserve(size_t count, size_t id_bytes) {
@@ -219,7 +272,7 @@ namespace {
 CheckDiff new_check(const CheckDigest& check) {
   CheckDiff diff{std::string(check.id),
                  std::string(check.experiment),
-                 DiffClass::k_new,
+                 is_failure(check.status) ? DiffClass::k_new_failure : DiffClass::k_new,
                  std::nullopt,
                  check.status,
                  std::nullopt,
@@ -259,7 +312,8 @@ DiffResult diff_runs(const RunDigest& run, const RunDigest& baseline, const Diff
   std::vector<Pair> pairs;
   pairs.reserve(std::max(run.checks.size(), baseline.checks.size()));
   merge_by_id(run, baseline, [&](size_t now, size_t was) {
-    DiffClass diff_class = was == k_none   ? DiffClass::k_new
+    DiffClass diff_class = was == k_none
+                               ? (is_failure(run.checks[now].status) ? DiffClass::k_new_failure : DiffClass::k_new)
                            : now == k_none ? DiffClass::k_missing
                                            : classify(baseline.checks[was], run.checks[now], options);
     pairs.push_back({now, was, diff_class});

@@ -5,10 +5,14 @@
 //   regressed   the baseline did not fail, the run fails (fail_* or error)
 //   crashed     the baseline failed with fail_*, the run now errors (a worse failure)
 //   missing     in the baseline only: a check silently disappeared
+//   failure_grew  both fail (a known failure, e.g. one accepted into the baseline), but max_abs
+//               grew by more than the drift factor (and above the floor): an accepted failure
+//               does not blind the gate to it getting worse
+//   new_failure  in the run only, and failing: a new target or check that never passed
 //   drift_grew  both pass, but max_abs grew by more than the drift factor (and above a floor)
 //   task_changed  a tier-3 check keeps its status, but the answer moved: an agreement metric
 //               (top-1 agreement, flips, matched detections, mAP, pixel agreement, mIoU, ...) differs
-//   new         in the run only
+//   new         in the run only, and not failing
 //   fixed       the baseline failed, the run passes
 //   unchanged   anything else (also failing -> failing and pass <-> skipped, with a note)
 // Besides the classes, a changed model or config hash of an experiment is attached
@@ -37,6 +41,8 @@ enum class DiffClass {
   k_regressed,
   k_crashed,
   k_missing,
+  k_failure_grew,
+  k_new_failure,
   k_drift_grew,
   k_task_changed,
   k_new,
@@ -53,7 +59,7 @@ DiffClass parse_diff_class(const std::string& name);
 const std::vector<DiffClass>& all_diff_classes();
 
 struct DiffOptions {
-  double drift_factor = 10.0;  // max_abs must grow by more than this factor to count as drift
+  double drift_factor = 10.0;  // max_abs must grow by more than this factor to count as drift (or a grown failure)
   double drift_floor = 1e-12;  // ... and end above this absolute value (noise around zero is not drift)
   // Name the quiet checks (DiffResult::quiet), as JUnit needs; false: count them only
   // (`diff` without --junit: a million ids copied for nothing).
@@ -66,7 +72,11 @@ struct ExperimentChange {
   std::string what;    // "model" or "config"
   std::string before;  // full hashes
   std::string after;
-  std::string note() const;  // "model changed (abc1234 -> def5678)"
+  // For a config: the recorded settings that differ, "tolerance atol 1e-05 -> 1e-06; targets
+  // [a, b] -> [a]"; "" when none of them does (a comment or an option the run does not record).
+  std::string details = {};
+  // "model changed (abc1234 -> def5678)", "config changed (abc1234 -> def5678: tolerance atol 1e-05 -> 1e-06)"
+  std::string note() const;
 };
 
 struct CheckDiff {

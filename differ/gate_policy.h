@@ -1,7 +1,7 @@
 // The gate policy: which diff classes fail the gate, and the exceptions to it.
 //
-// A team needs three things beyond the built-in default (regressed, crashed and
-// missing fail): 1) a different set of gated classes, for the whole suite or for
+// A team needs three things beyond the built-in default (regressed, crashed,
+// missing, failure_grew and new_failure fail): 1) a different set of gated classes, for the whole suite or for
 // one experiment (a bf16 experiment may gate on drift grew, a flaky one may not
 // gate on missing); 2) an allowlist for known failures whose entries carry an
 // owner, a reason and an expiry date, so that exceptions do not become permanent
@@ -12,7 +12,7 @@
 // The policy is read from YAML, strictly: unknown keys and class names are
 // file:line:col errors with a did-you-mean suggestion.
 //
-//   gate: [regressed, crashed, missing]      # default when absent
+//   gate: [regressed, crashed, missing, failure_grew, new_failure]   # default when absent
 //   experiments:
 //     resnet18_bf16: {gate: [regressed, crashed, missing, drift_grew]}
 //   allow:
@@ -20,10 +20,6 @@
 //       owner: alice
 //       reason: bf16 softmax rounding, tracked in #123
 //       expires: 2026-12-31                      # last day the entry applies
-//
-// There is no "task changed" class: no record field says what task a check
-// performs, so nothing could tell such a change apart; the class will come with
-// such a field.
 #pragma once
 
 #include <optional>
@@ -64,7 +60,8 @@ struct AllowEntry {
 
 struct GatePolicy {
   // The suite-wide gated classes; experiments without an override use these.
-  std::set<DiffClass> gated = {DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing};
+  std::set<DiffClass> gated = {DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing,
+                               DiffClass::k_failure_grew, DiffClass::k_new_failure};
   std::string gated_origin = k_default_origin;
   std::vector<ExperimentGate> experiments;  // in file order
   std::vector<AllowEntry> allow;            // in file order
@@ -86,7 +83,7 @@ struct GateDecision {
 };
 
 // The policy as ccache prints its configuration, one value per line with its origin:
-//   "(default) gate: [regressed, crashed, missing]"
+//   "(default) gate: [regressed, crashed, missing, failure_grew, new_failure]"
 //   "(policy.yaml:6) experiments.exp2.gate: [regressed, drift_grew]"
 //   "(policy.yaml:9) allow: 'exp/*' owner alice until 2026-12-31: flaky bf16"  (" EXPIRED" after the date)
 std::vector<std::string> describe_policy(const GatePolicy& policy);

@@ -203,6 +203,7 @@ void add_diff(Json& json, const Report& report) {
                              {"what", change.what},
                              {"before", change.before},
                              {"after", change.after},
+                             {"details", change.details},
                              {"note", change.note()}});
     }
   }

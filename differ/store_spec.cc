@@ -1,5 +1,8 @@
 #include "differ/store_spec.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include "core/error.h"
 #include "core/suggest.h"
 #include "differ/git_notes_store.h"
@@ -43,6 +46,41 @@ std::unique_ptr<BaselineStore> open_store(const StoreSpec& spec, const std::stri
                 spec.directory);
   }
   return store;
+}
+
+std::optional<std::string> store_path_in_repo(const StoreSpec& spec, const GitRepo& repo) {
+  if (spec.kind != StoreSpec::Kind::k_directory) {
+    return std::nullopt;
+  }
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path store = fs::weakly_canonical(fs::absolute(spec.directory, error), error);
+  fs::path root = fs::weakly_canonical(fs::path(repo.workdir()), error);
+  if (error) {
+    return std::nullopt;
+  }
+  fs::path relative = store.lexically_relative(root);
+  std::string text = relative.generic_string();
+  while (!text.empty() && text.back() == '/') {
+    text.pop_back();
+  }
+  if (text.empty() || text == "." || text.rfind("..", 0) == 0) {
+    return std::nullopt;  // the repository root itself, or outside it
+  }
+  return text;
+}
+
+bool is_baseline_only_commit(const GitRepo& repo, const BaselineStore& store,
+                             const std::optional<std::string>& store_path, const std::string& sha) {
+  if (!store_path) {
+    return false;
+  }
+  for (const auto& key : store.env_keys()) {
+    if (store.contains(key, sha)) {
+      return false;
+    }
+  }
+  return repo.changes_only_under(sha, *store_path);
 }
 
 }  // namespace driftgate

@@ -146,4 +146,9 @@ std::string render_text(const Report& report, const TextOptions& options) {
   return out.str();
 }
 
+std::string render_text_verdict_line(const Report& report, const TextOptions& options) {
+  Painter paint(options.color);
+  return verdict_line(report, paint);
+}
+
 }  // namespace driftgate

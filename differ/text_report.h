@@ -20,6 +20,9 @@ struct TextOptions {
 // The whole report, ending with a newline.
 std::string render_text(const Report& report, const TextOptions& options = {});
 
+// Only the verdict line ("driftgate: FAIL - 2 regressed, 1 fixed"), no newline: `diff -q --format text`.
+std::string render_text_verdict_line(const Report& report, const TextOptions& options = {});
+
 // `text` with every control character (C0, DEL) shown as '?', newlines as spaces.
 std::string terminal_safe(const std::string& text);
 

@@ -7,9 +7,11 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "core/sweep.h"
 
 namespace driftgate {
 
@@ -41,6 +43,10 @@ class EnvBuilder {
       CheckSeries& series = series_of(check);
       series.max_abs.resize(point, k_nan);
       series.max_abs.push_back(check.stats ? check.stats->max_abs : k_nan);
+      series.relative.resize(point, k_nan);
+      series.relative.push_back(check.stats && check.stats->max_abs_reference_value > 0.0
+                                    ? check.stats->max_abs / check.stats->max_abs_reference_value
+                                    : k_nan);
     }
     for (auto& [backend, rate] : rates) {
       m_backend_rates[backend].resize(point);
@@ -63,6 +69,7 @@ class EnvBuilder {
     }
     for (auto& [id, series] : m_checks) {
       series.max_abs.resize(points, k_nan);
+      series.relative.resize(points, k_nan);
       m_series.checks.push_back(std::move(series));
     }
     std::vector<double> all_thresholds;
@@ -80,7 +87,7 @@ class EnvBuilder {
   CheckSeries& series_of(const CheckRecord& check) {
     auto it = m_checks.find(check.id);
     if (it == m_checks.end()) {
-      it = m_checks.emplace(check.id, CheckSeries{check.id, check.target, {}}).first;
+      it = m_checks.emplace(check.id, CheckSeries{check.id, check.target, {}, {}}).first;
     }
     return it->second;
   }
@@ -88,9 +95,16 @@ class EnvBuilder {
   // Remembers the sweep thresholds of `run`; only the newest baseline's are drawn.
   void set_sweep(const RunFile& run) {
     m_thresholds.clear();
+    std::map<std::string, BackendRate> task_rates;
     std::map<double, int> atol_counts;
     for (const auto& check : run.checks) {
       if (check.status == CheckStatus::k_skipped) {
+        continue;
+      }
+      if (is_task_check(check)) {
+        BackendRate& rate = task_rates[check.target];
+        ++rate.counted;
+        rate.passed += check.status == CheckStatus::k_pass ? 1 : 0;
         continue;
       }
       bool numeric = check.status == CheckStatus::k_pass || check.status == CheckStatus::k_fail_numeric;
@@ -98,6 +112,7 @@ class EnvBuilder {
       m_thresholds[check.target].push_back(usable ? check.stats->min_atol : INFINITY);
       ++atol_counts[check.tolerance.atol];
     }
+    m_series.task_rates.assign(task_rates.begin(), task_rates.end());
     int best = 0;
     for (const auto& [atol, count] : atol_counts) {
       if (count > best) {
@@ -283,6 +298,75 @@ SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thre
         thresholds.empty() ? k_nan : static_cast<double>(passed) / static_cast<double>(thresholds.size()));
   }
   return curve;
+}
+
+std::vector<StepGroup> group_steps(const std::vector<StepChange>& steps) {
+  std::map<std::tuple<std::string, std::string, size_t, size_t>, StepGroup> by_cause;
+  for (const auto& step : steps) {
+    StepGroup& group = by_cause[{step.env_key, step.from_env_key, step.last_before, step.first_after}];
+    double factor = step.after / step.before;
+    if (group.steps.empty()) {
+      group.min_factor = factor;
+      group.max_factor = factor;
+    }
+    group.min_factor = std::min(group.min_factor, factor);
+    group.max_factor = std::max(group.max_factor, factor);
+    group.worst_decades = std::max(group.worst_decades, std::fabs(std::log10(factor)));
+    group.steps.push_back(&step);
+  }
+  std::vector<StepGroup> groups;
+  for (auto& [cause, group] : by_cause) {
+    std::stable_sort(group.steps.begin(), group.steps.end(), [](const StepChange* a, const StepChange* b) {
+      return std::fabs(std::log10(a->after / a->before)) > std::fabs(std::log10(b->after / b->before));
+    });
+    groups.push_back(std::move(group));
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const StepGroup& a, const StepGroup& b) { return a.worst_decades > b.worst_decades; });
+  return groups;
+}
+
+namespace {
+
+std::string factor_text(double factor) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "x%.4g", factor);
+  return buffer;
+}
+
+// "x12" or "x12 to x1000" for factors >= 1 (worse) or their inverses (better).
+std::string factor_range(double low, double high) {
+  return low == high ? factor_text(low) : factor_text(low) + " to " + factor_text(high);
+}
+
+}  // namespace
+
+std::string describe_factors(const StepGroup& group) {
+  size_t worse = 0;
+  double worse_low = INFINITY;
+  double worse_high = 0.0;
+  double better_low = INFINITY;
+  double better_high = 0.0;
+  for (const StepChange* step : group.steps) {
+    double factor = step->after / step->before;
+    if (factor >= 1.0) {
+      ++worse;
+      worse_low = std::min(worse_low, factor);
+      worse_high = std::max(worse_high, factor);
+    } else {
+      better_low = std::min(better_low, 1.0 / factor);
+      better_high = std::max(better_high, 1.0 / factor);
+    }
+  }
+  size_t better = group.steps.size() - worse;
+  if (better == 0) {
+    return factor_range(worse_low, worse_high) + " worse";
+  }
+  if (worse == 0) {
+    return factor_range(better_low, better_high) + " better";
+  }
+  return std::to_string(worse) + " worse (" + factor_range(worse_low, worse_high) + "), " + std::to_string(better) +
+         " better (" + factor_range(better_low, better_high) + ")";
 }
 
 std::string format_commit_date(const CommitDetails& commit) {

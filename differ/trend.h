@@ -41,6 +41,9 @@ struct CheckSeries {
   std::string id;
   std::string target;           // the target backend
   std::vector<double> max_abs;  // by EnvSeries::points index; NaN where absent or without statistics
+  // max_abs / max|reference| (the relative error: a logit rescale moves max_abs, not this), by
+  // points index; NaN where absent, without statistics, or where the reference is all zeros.
+  std::vector<double> relative = {};
 };
 
 // Pass rate versus atol at each check's configured rtol (the paper's Figure 3).
@@ -62,6 +65,23 @@ struct StepChange {
   double after = 0.0;             // and over the new one
   std::string from_env_key = {};  // across an environment change: the old key ("" within env_key)
 };
+
+// The steps of one cause: the same commit range in the same environment (or across the same
+// environment change). One code change or library upgrade moves many checks at once; a report
+// lists the groups, worst first, and folds the checks of each.
+struct StepGroup {
+  std::vector<const StepChange*> steps;  // largest step first
+  double min_factor = 1.0;               // after / before over the group's steps
+  double max_factor = 1.0;
+  double worst_decades = 0.0;  // max |log10(after / before)|
+};
+
+// `steps` grouped by (env_key, from_env_key, last_before, first_after), worst group first;
+// the pointers point into `steps`.
+std::vector<StepGroup> group_steps(const std::vector<StepChange>& steps);
+
+// "x1000 worse", "x12 to x1000 worse", "3 worse (x12 to x1000), 1 better (x5)": the factors of a group.
+std::string describe_factors(const StepGroup& group);
 
 // Consecutive baselines (in commit order) whose keyed environments differ.
 struct EnvironmentMarker {
@@ -96,8 +116,11 @@ struct EnvSeries {
   std::vector<std::string> backends;  // target backend names, sorted
   std::vector<TrendPoint> points;     // oldest first
   std::vector<CheckSeries> checks;    // sorted by id
-  std::vector<SweepCurve> sweep;      // from the newest baseline
-  double configured_atol = 0.0;       // the most common check atol in the newest baseline
+  std::vector<SweepCurve> sweep;      // from the newest baseline: numeric checks only
+  // The newest baseline's task checks (tier 3) per target backend: no atol moves them, so they
+  // are counted here and kept out of the sweep curves.
+  std::vector<std::pair<std::string, BackendRate>> task_rates;
+  double configured_atol = 0.0;  // the most common check atol in the newest baseline
 };
 
 struct TrendData {

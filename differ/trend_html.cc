@@ -143,8 +143,15 @@ std::vector<const CheckSeries*> chosen_checks(const EnvSeries& env, const TrendD
   return chosen;
 }
 
+// Which error a chart draws: max_abs, or max_abs / max|reference| (relative).
+struct ErrorMetric {
+  bool relative = false;
+  const char* label() const { return relative ? "relative error" : "max_abs"; }
+  const std::vector<double>& of(const CheckSeries& check) const { return relative ? check.relative : check.max_abs; }
+};
+
 ChartSeries error_series(const TrendData& trend, const EnvSeries& env, const std::string& name,
-                         const std::vector<double>& values, double floor) {
+                         const std::vector<double>& values, double floor, const ErrorMetric& metric = {}) {
   ChartSeries series;
   series.name = name;
   for (size_t p = 0; p < env.points.size(); ++p) {
@@ -152,7 +159,8 @@ ChartSeries error_series(const TrendData& trend, const EnvSeries& env, const std
     double value = p < values.size() ? values[p] : std::nan("");
     ChartPoint point{static_cast<double>(commit), std::isnan(value) ? value : std::max(value, floor), ""};
     if (!std::isnan(value)) {
-      point.title = commit_hover_text(trend.commits[commit]) + "\n" + name + ": max_abs " + short_number(value);
+      point.title =
+          commit_hover_text(trend.commits[commit]) + "\n" + name + ": " + metric.label() + " " + short_number(value);
     }
     series.points.push_back(point);
   }
@@ -189,9 +197,13 @@ std::vector<ChartMarker> step_markers(const TrendData& trend, const EnvSeries& e
   return markers;
 }
 
-std::string error_chart(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
-  LineChart chart = time_chart(trend, "Max abs error per check, log scale (environment " + env.env_key + ")",
-                               "max |target - reference| (log scale)");
+std::string error_chart(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options,
+                        const ErrorMetric& metric = {}) {
+  LineChart chart = metric.relative
+                        ? time_chart(trend, "Relative error per check, log scale (environment " + env.env_key + ")",
+                                     "max |target - reference| / max |reference| (log scale)")
+                        : time_chart(trend, "Max abs error per check, log scale (environment " + env.env_key + ")",
+                                     "max |target - reference| (log scale)");
   for (auto& marker : step_markers(trend, env)) {
     chart.markers.push_back(std::move(marker));
   }
@@ -203,8 +215,9 @@ std::string error_chart(const TrendData& trend, const EnvSeries& env, const Tren
   for (size_t p = 0; p < env.points.size(); ++p) {
     column.clear();
     for (const auto& check : env.checks) {
-      if (!std::isnan(check.max_abs[p])) {
-        column.push_back(check.max_abs[p]);
+      const std::vector<double>& values = metric.of(check);
+      if (p < values.size() && !std::isnan(values[p])) {
+        column.push_back(values[p]);
       }
     }
     if (column.empty()) {
@@ -215,17 +228,17 @@ std::string error_chart(const TrendData& trend, const EnvSeries& env, const Tren
     median[p] = *middle;
     highest[p] = *std::max_element(column.begin(), column.end());
   }
-  ChartSeries top =
-      error_series(trend, env, "max over all " + std::to_string(env.checks.size()) + " checks", highest, k_floor);
+  ChartSeries top = error_series(trend, env, "max over all " + std::to_string(env.checks.size()) + " checks", highest,
+                                 k_floor, metric);
   top.color = "#57606a";
   top.dashed = true;
-  ChartSeries middle = error_series(trend, env, "median over all checks", median, k_floor);
+  ChartSeries middle = error_series(trend, env, "median over all checks", median, k_floor, metric);
   middle.color = "#afb8c1";
   middle.dashed = true;
   chart.series.push_back(std::move(top));
   chart.series.push_back(std::move(middle));
   for (const CheckSeries* check : chosen_checks(env, trend, options.max_check_lines)) {
-    ChartSeries series = error_series(trend, env, check->id, check->max_abs, k_floor);
+    ChartSeries series = error_series(trend, env, check->id, metric.of(*check), k_floor, metric);
     series.color = series_color(chart.series.size() - 2);
     chart.series.push_back(std::move(series));
   }
@@ -279,7 +292,8 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
        << (trend.markers.size() == 1 ? "" : "s") << ". Hover a point for its commit.</p>\n";
   html << "<p class=\"note\"><a href=\"#pass-rate\">pass rate</a> &#183; <a href=\"#environment-changes\">"
           "environment changes</a> &#183; <a href=\"#steps\">step changes</a> &#183; <a href=\"#max-error\">max "
-          "error</a> &#183; <a href=\"#sweep\">tolerance sweep</a> &#183; <a href=\"#layers\">per-layer error</a> "
+          "error</a> &#183; <a href=\"#relative-error\">relative error</a> &#183; <a href=\"#sweep\">tolerance "
+          "sweep</a> &#183; <a href=\"#layers\">per-layer error</a> "
           "&#183; <a href=\"#commits\">commits</a></p>\n";
   html << environments_section(trend);
   html << "<h2 id=\"pass-rate\">Pass rate</h2>\n" << pass_rate_chart(trend);
@@ -294,13 +308,28 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
   for (const auto& env : trend.envs) {
     html << error_chart(trend, env, options);
   }
+  html << "<h2 id=\"relative-error\">Relative error</h2>\n<p class=\"note\">The same checks' max_abs divided by "
+          "the largest |reference| value of their output (the output's scale): rescaling the logits moves max_abs by "
+          "the scale factor and leaves this line where it was. Drawn where the reference is not all zeros.</p>\n";
+  for (const auto& env : trend.envs) {
+    html << error_chart(trend, env, options, ErrorMetric{true});
+  }
   html << "<h2 id=\"sweep\">Tolerance sweep</h2>\n<p class=\"note\">Pass rate of the newest baseline of each "
           "environment had it "
           "been judged with another atol, computed from each check's recorded <code>min_atol</code> without "
           "re-running, under the assert_close rule (|a-b| &lt;= atol + rtol*|b|, at each check's configured rtol). "
-          "Checks that fail for another reason (crash, shape, non-finite) never pass.</p>\n";
+          "Checks that fail for another reason (crash, shape, non-finite) never pass. Task checks (tier 3) are "
+          "judged by their task tolerances, not by atol: they are counted apart, below each chart.</p>\n";
   for (const auto& env : trend.envs) {
     html << sweep_chart(env, trend);
+    if (!env.task_rates.empty()) {
+      html << "<p class=\"note\">Task checks of this baseline (not in the curves):";
+      for (const auto& [backend, rate] : env.task_rates) {
+        html << " <code>" << html_escape(backend) << "</code> " << rate.passed << "/" << rate.counted << " pass ("
+             << percent(pass_fraction(rate)) << ")" << (&rate == &env.task_rates.back().second ? "." : ";");
+      }
+      html << "</p>\n";
+    }
   }
   html << layers_section(trend);
   html << commits_section(trend);

@@ -156,7 +156,8 @@ std::string markers_section(const TrendData& trend) {
 
 std::string steps_section(const TrendData& trend, const TrendHtmlOptions& options) {
   std::ostringstream html;
-  html << "<h2 id=\"steps\">Step changes</h2>\n<p class=\"note\">Found by binary segmentation on log10(max_abs) of "
+  html << "<h2 id=\"steps\">Step changes</h2>\n<p class=\"note\">Found by the least-squares segmentation of "
+          "log10(max_abs) of "
           "each check "
           "within one environment, and across each environment change (median of the last baselines before it "
           "against the first after it; the environment column shows old &#8594; new); a step is listed when the "
@@ -166,6 +167,29 @@ std::string steps_section(const TrendData& trend, const TrendHtmlOptions& option
     html << "<p>No step changes.</p>\n";
     return html.str();
   }
+  // One row per cause (commit range and environment), worst first; every check below, folded.
+  std::vector<StepGroup> groups = group_steps(trend.steps);
+  html << "<table><tr><th>commit range</th><th>subject of the first new commit</th><th>environment</th>"
+          "<th class=\"num\">checks</th><th>change</th><th>worst check</th></tr>\n";
+  size_t group_rows = 0;
+  for (const auto& group : groups) {
+    if (group_rows++ == options.max_step_rows) {
+      break;
+    }
+    const StepChange& first = *group.steps.front();
+    const CommitDetails& after = trend.commits[first.first_after];
+    html << "<tr><td>" << commit_cell(trend.commits[first.last_before]) << "..." << commit_cell(after) << "</td><td>"
+         << html_escape(after.subject) << "</td><td>"
+         << (first.from_env_key.empty() ? "" : "<code>" + html_escape(first.from_env_key) + "</code> &#8594; ")
+         << "<code>" << html_escape(first.env_key) << "</code></td><td class=\"num\">" << group.steps.size()
+         << "</td><td>" << html_escape(describe_factors(group)) << "</td><td><code>" << html_escape(first.check_id)
+         << "</code></td></tr>\n";
+  }
+  html << "</table>\n";
+  if (groups.size() > options.max_step_rows) {
+    html << "<p class=\"note\">" << groups.size() - options.max_step_rows << " more commit ranges not listed.</p>\n";
+  }
+  html << "<details><summary>Every step change, one row per check (" << trend.steps.size() << ")</summary>\n";
   html << "<table><tr><th>commit range</th><th>subject of the first new commit</th><th>environment</th>"
           "<th>check</th><th class=\"num\">max_abs before</th><th class=\"num\">after</th><th>change</th></tr>\n";
   size_t rows = 0;
@@ -186,6 +210,7 @@ std::string steps_section(const TrendData& trend, const TrendHtmlOptions& option
     html << "<p class=\"note\">" << trend.steps.size() - options.max_step_rows
          << " more step changes not listed.</p>\n";
   }
+  html << "</details>\n";
   return html.str();
 }
 

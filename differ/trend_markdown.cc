@@ -91,17 +91,41 @@ void changes(std::ostringstream& md, const TrendData& trend, const TrendMarkdown
     md << "None.\n";
     return;
   }
-  size_t listed = 0;
-  for (const auto& step : trend.steps) {
-    if (listed++ == options.max_steps) {
-      md << "- ... and " << trend.steps.size() - options.max_steps << " more\n";
-      break;
-    }
+  auto step_line = [&](const StepChange& step) {
     md << "- `" << short_sha(trend.commits[step.last_before].sha) << "..."
        << short_sha(trend.commits[step.first_after].sha) << "` " << markdown_cell_escape(step.check_id) << ": max_abs "
        << short_number(step.before) << " -> " << short_number(step.after) << " (env "
        << (step.from_env_key.empty() ? "" : "`" + step.from_env_key.substr(0, 8) + "` -> ") << "`"
        << step.env_key.substr(0, 8) << "`)\n";
+  };
+  // One line per cause (commit range and environment), worst first; its checks folded.
+  std::vector<StepGroup> groups = group_steps(trend.steps);
+  size_t listed = 0;
+  for (const auto& group : groups) {
+    if (listed++ == options.max_steps) {
+      md << "- ... and " << groups.size() - options.max_steps << " more commit ranges\n";
+      break;
+    }
+    if (group.steps.size() == 1) {
+      step_line(*group.steps.front());
+      continue;
+    }
+    const StepChange& first = *group.steps.front();
+    md << "- `" << short_sha(trend.commits[first.last_before].sha) << "..."
+       << short_sha(trend.commits[first.first_after].sha) << "` " << group.steps.size() << " checks, "
+       << describe_factors(group) << " (env "
+       << (first.from_env_key.empty() ? "" : "`" + first.from_env_key.substr(0, 8) + "` -> ") << "`"
+       << first.env_key.substr(0, 8) << "`); worst " << markdown_cell_escape(first.check_id) << "\n";
+    md << "<details><summary>the " << group.steps.size() << " checks</summary>\n\n";
+    size_t shown = 0;
+    for (const StepChange* step : group.steps) {
+      if (shown++ == options.max_steps) {
+        md << "- ... and " << group.steps.size() - options.max_steps << " more\n";
+        break;
+      }
+      step_line(*step);
+    }
+    md << "\n</details>\n\n";
   }
 }
 

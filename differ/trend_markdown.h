@@ -13,7 +13,7 @@ namespace driftgate {
 struct TrendMarkdownOptions {
   size_t max_rows = 20;          // newest commits in the table
   size_t max_chart_points = 20;  // newest baselines per chart (fewer when commit numbers are long)
-  size_t max_steps = 20;         // step changes listed
+  size_t max_steps = 20;         // step groups (commit ranges) listed, and checks listed per group
 };
 
 std::string render_trend_markdown(const TrendData& trend, const TrendMarkdownOptions& options);

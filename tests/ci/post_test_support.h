@@ -71,8 +71,8 @@ inline nlohmann::json report_check(const std::string& id, const std::string& dif
 // A report.json document as driftgate diff --report writes it (schema 1).
 inline nlohmann::json make_report(const std::string& verdict, const std::vector<nlohmann::json>& checks) {
   nlohmann::json counts = nlohmann::json::object();
-  for (const char* name :
-       {"regressed", "crashed", "missing", "drift_grew", "task_changed", "new", "fixed", "unchanged"}) {
+  for (const char* name : {"regressed", "crashed", "missing", "failure_grew", "new_failure", "drift_grew",
+                           "task_changed", "new", "fixed", "unchanged"}) {
     counts[name] = 0;
   }
   for (const auto& check : checks) {

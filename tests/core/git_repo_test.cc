@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 #include "core/error.h"
 
@@ -236,6 +237,47 @@ TEST_F(GitRepoTest, MovedRepositoryKeepsWorking) {
   GitRepo third = open();
   third = std::move(second);
   EXPECT_EQ(third.head_info().sha, sha);
+}
+
+TEST_F(GitRepoTest, ParentsListFirstParentFirst) {
+  std::string root_commit = commit("c1");
+  git("checkout -q -b side");
+  std::string side = commit("s1", "side.txt");
+  git("checkout -q main");
+  std::string main_tip = commit("c2");
+  git("merge -q --no-ff -m merge side");
+  std::string merge = git("rev-parse HEAD");
+  GitRepo repo = open();
+  EXPECT_EQ(repo.parents(merge), (std::vector<std::string>{main_tip, side}));
+  EXPECT_EQ(repo.parents(main_tip), std::vector<std::string>{root_commit});
+  EXPECT_TRUE(repo.parents(root_commit).empty());
+}
+
+TEST_F(GitRepoTest, ChangesOnlyUnderTellsCommitsThatOnlyAddBaselines) {
+  std::string first = commit("c1");
+  fs::create_directories(dir + "/ci/baselines/k");
+  write("ci/baselines/k/a.jsonl", "{}\n");
+  git("add -A");
+  git("commit -q -m baselines");
+  std::string baselines_only = git("rev-parse HEAD");
+  write("ci/baselines/k/b.jsonl", "{}\n");
+  write("file.txt", "changed\n");
+  git("add -A");
+  git("commit -q -m both");
+  std::string both = git("rev-parse HEAD");
+  write("ci/baselines-old.txt", "x\n");  // a sibling whose name starts like the store's
+  git("add -A");
+  git("commit -q -m sibling");
+  std::string sibling = git("rev-parse HEAD");
+  git("commit -q --allow-empty -m empty");
+  std::string empty = git("rev-parse HEAD");
+  GitRepo repo = open();
+  EXPECT_TRUE(repo.changes_only_under(baselines_only, "ci/baselines"));
+  EXPECT_TRUE(repo.changes_only_under(baselines_only, "ci"));
+  EXPECT_FALSE(repo.changes_only_under(both, "ci/baselines"));
+  EXPECT_FALSE(repo.changes_only_under(sibling, "ci/baselines"));
+  EXPECT_FALSE(repo.changes_only_under(empty, "ci/baselines"));  // changes nothing
+  EXPECT_FALSE(repo.changes_only_under(first, "ci/baselines"));  // a root commit
 }
 
 TEST_F(GitRepoTest, UserIdentityComesFromTheRepositoryConfig) {

@@ -57,6 +57,42 @@ TEST(Sweep, PassRatesFromRecordedMinimumTolerances) {
   EXPECT_NE(text.str().find("1 skipped check(s) are not counted"), std::string::npos);
 }
 
+// A task check has no atol: counted among numeric checks it would fail at every atol and cap the
+// curve (a classification suite topped out at 50% even at atol 1). It gets its own pass rate.
+TEST(Sweep, TaskChecksAreCountedApartFromTheAtolColumns) {
+  RunFile run;
+  run.checks = {check("bf16", "a", CheckStatus::k_pass, 2e-5, 2e-5, 0.0),
+                check("bf16", "b", CheckStatus::k_fail_numeric, 3e-4, 3e-4, 0.0)};
+  CheckRecord task = check("bf16", "a", CheckStatus::k_pass, 0, 0, 0);
+  task.output = "task:classification";
+  task.task = TaskResult{"classification", "top1+top5", {{"top1_agreement", 1.0}}, {}};
+  CheckRecord failed_task = task;
+  failed_task.input = "b";
+  failed_task.status = CheckStatus::k_fail_task;
+  CheckRecord output_only = task;  // recognised by its output name alone too
+  output_only.input = "c";
+  output_only.task.reset();
+  run.checks.push_back(task);
+  run.checks.push_back(failed_task);
+  run.checks.push_back(output_only);
+  SweepTable table = sweep_run(run, SweepRequest{{1e-4, 1.0}, std::nullopt});
+  ASSERT_EQ(table.rows.size(), 1u);
+  EXPECT_EQ(table.rows[0].checks, 2);
+  EXPECT_EQ(table.rows[0].passing, (std::vector<int64_t>{1, 2}));  // 100% at atol 1, not 50%
+  ASSERT_EQ(table.task_rows.size(), 1u);
+  EXPECT_EQ(table.task_rows[0].target, "bf16");
+  EXPECT_EQ(table.task_rows[0].checks, 3);
+  EXPECT_EQ(table.task_rows[0].passing, 2);
+  std::ostringstream text;
+  render_sweep_text(text, table);
+  EXPECT_NE(text.str().find("bf16         2  50.0% (1/2)  100.0% (2/2)\n"
+                            "task checks (tier 3), judged by their task tolerances at every atol:\n"
+                            "target  checks         pass\n"
+                            "bf16         3  66.7% (2/3)\n"),
+            std::string::npos)
+      << text.str();
+}
+
 TEST(Sweep, RtolZeroUsesTheLargestDifference) {
   SweepTable table = sweep_run(sample(), SweepRequest{{1e-6, 4e-5, 5e-5}, 0.0});
   EXPECT_EQ(table.rows[0].passing, (std::vector<int64_t>{0, 1, 2}));

@@ -111,6 +111,53 @@ TEST_F(BaselineSelectTest, OnlyFirstParentsAreWalked) {
   EXPECT_EQ(selection.steps, 4);  // merge, c3, c2, c1, c0
 }
 
+// After a --no-ff merge, what the PR accepted is the baseline: main's first parents hold only older ones.
+TEST_F(BaselineSelectTest, ABaselineAcceptedOnAMergedBranchIsTakenAtTheMerge) {
+  repo.git("checkout -q main");
+  repo.git("checkout -q -b side");
+  std::string s1 = repo.commit("s1", "side.txt");
+  std::string s2 = repo.commit("s2", "side.txt");
+  repo.git("checkout -q main");
+  std::string c4 = repo.commit("c4");
+  repo.git("merge -q --no-ff -m merge side");
+  std::string merge = repo.git("rev-parse HEAD");
+  std::string after = repo.commit("c5");
+  store_baseline(c4);  // main's own, older than the merge
+  RunFile accepted = make_run(s1, make_environment(), {make_check("x", CheckStatus::k_fail_numeric, 0.5)});
+  store.save_accepted(accepted, R"({"who":"t","reason":"r"})");
+  store_baseline(s2);  // a plain baseline on the branch: not an acceptance
+  for (const std::string& head : {merge, after}) {
+    BaselineSelection selection = select_baseline(*opened, store, request(head, "main"));
+    ASSERT_TRUE(selection.found) << selection.reason;
+    EXPECT_EQ(selection.sha, s1);
+    EXPECT_EQ(selection.steps, head == merge ? 0 : 1);  // to the merge commit
+    ASSERT_EQ(selection.notes.size(), 1u);
+    EXPECT_EQ(selection.notes[0], "using the baseline accepted on the branch merged by " + merge.substr(0, 7) +
+                                      ", at " + s1.substr(0, 7) +
+                                      " (driftgate baseline accept), not an older first-parent one");
+  }
+  // A baseline of the merge commit itself is nearer: it wins.
+  store_baseline(merge);
+  EXPECT_EQ(select_baseline(*opened, store, request(after, "main")).sha, merge);
+}
+
+// An accepted baseline below the fork point is on main's own history: found by the first-parent walk.
+TEST_F(BaselineSelectTest, AcceptedBaselinesBelowTheForkAreNotTheMergedBranchs) {
+  repo.git("checkout -q main");
+  repo.git("checkout -q -b side");
+  repo.commit("s1", "side.txt");
+  repo.git("checkout -q main");
+  repo.git("merge -q --no-ff -m merge side");
+  std::string merge = repo.git("rev-parse HEAD");
+  store.save_accepted(make_run(c1, make_environment(), {make_check("x", CheckStatus::k_pass, 1e-7)}),
+                      R"({"who":"t","reason":"r"})");
+  store_baseline(c3);
+  BaselineSelection selection = select_baseline(*opened, store, request(merge));
+  ASSERT_TRUE(selection.found);
+  EXPECT_EQ(selection.sha, c3);
+  EXPECT_TRUE(selection.notes.empty());
+}
+
 TEST_F(BaselineSelectTest, OtherEnvironmentsAreNeverUsedSilently) {
   store_baseline(c1, make_environment("1", "2.6.3"));
   SelectionRequest wanted = request(f2, "main");

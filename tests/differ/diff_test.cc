@@ -74,6 +74,9 @@ class DiffClassesTest : public ::testing::Test {
         make_check("n_error_to_error", S::k_crash_target, std::nullopt),
         make_check("o_skipped_to_fail", S::k_skipped, std::nullopt),
         make_check("p_drift_while_failing", S::k_fail_numeric, 1e-6),
+        make_check("r_failing_x9", S::k_fail_numeric, 0.1),
+        make_check("s_failing_x20_to_other_fail", S::k_fail_task, 0.1),
+        make_check("t_failing_to_no_stats", S::k_fail_numeric, 0.1),
     };
     std::vector<CheckRecord> after = {
         make_check("a_pass_to_fail", S::k_fail_numeric, 0.1, "2 of 10 elements"),
@@ -91,6 +94,12 @@ class DiffClassesTest : public ::testing::Test {
         make_check("n_error_to_error", S::k_crash_target, std::nullopt),
         make_check("o_skipped_to_fail", S::k_fail_numeric, 0.5),
         make_check("p_drift_while_failing", S::k_fail_numeric, 1.0),
+        make_check("q_new_and_failing", S::k_fail_numeric, 0.5),
+        make_check("r_failing_x9", S::k_fail_numeric, 0.9),
+        make_check("s_failing_x20_to_other_fail", S::k_fail_numeric, 2.0),
+        make_check("t_failing_to_no_stats", S::k_fail_shape, std::nullopt),
+        make_check("u_new_and_crashing", S::k_crash_target, std::nullopt, "RuntimeError: boom"),
+        make_check("v_new_and_skipped", S::k_skipped, std::nullopt, "no CUDA device"),
     };
     baseline = make_run(k_sha, make_environment(), before);
     run = make_run(k_sha, make_environment(), after);
@@ -108,9 +117,14 @@ TEST_F(DiffClassesTest, EveryCheckGetsExactlyTheExpectedClassInSeverityOrder) {
       {"o_skipped_to_fail", DiffClass::k_regressed},
       {"c_fail_to_error", DiffClass::k_crashed},
       {"j_only_in_baseline", DiffClass::k_missing},
+      {"p_drift_while_failing", DiffClass::k_failure_grew},
+      {"s_failing_x20_to_other_fail", DiffClass::k_failure_grew},
+      {"q_new_and_failing", DiffClass::k_new_failure},
+      {"u_new_and_crashing", DiffClass::k_new_failure},
       {"f_drift_x20", DiffClass::k_drift_grew},
       {"i_zero_to_above_floor", DiffClass::k_drift_grew},
       {"k_only_in_run", DiffClass::k_new},
+      {"v_new_and_skipped", DiffClass::k_new},
       {"d_fail_to_pass", DiffClass::k_fixed},
       {"e_error_to_pass", DiffClass::k_fixed},
       {"g_drift_x9", DiffClass::k_unchanged},
@@ -118,7 +132,8 @@ TEST_F(DiffClassesTest, EveryCheckGetsExactlyTheExpectedClassInSeverityOrder) {
       {"l_pass_to_skipped", DiffClass::k_unchanged},
       {"m_fail_to_other_fail", DiffClass::k_unchanged},
       {"n_error_to_error", DiffClass::k_unchanged},
-      {"p_drift_while_failing", DiffClass::k_unchanged},
+      {"r_failing_x9", DiffClass::k_unchanged},
+      {"t_failing_to_no_stats", DiffClass::k_unchanged},
   };
   std::vector<std::pair<DiffClass, std::string>> all = classes_of(result);
   ASSERT_EQ(all.size(), expected.size());
@@ -127,17 +142,19 @@ TEST_F(DiffClassesTest, EveryCheckGetsExactlyTheExpectedClassInSeverityOrder) {
     EXPECT_EQ(to_string(all[i].first), std::string(to_string(expected[i].diff_class))) << expected[i].input;
   }
   // Unchanged checks with a note (a status change) keep an entry; the others are only named.
-  EXPECT_EQ(result.quiet.size(), 4U);
+  EXPECT_EQ(result.quiet.size(), 4U);  // g, h, n, r
   EXPECT_TRUE(is_quiet(result, id_of("g_drift_x9")));
   EXPECT_FALSE(is_quiet(result, id_of("l_pass_to_skipped")));
   EXPECT_EQ(result.quiet.experiment(0), "exp");
   EXPECT_EQ(result.count(DiffClass::k_regressed), 3);
   EXPECT_EQ(result.count(DiffClass::k_crashed), 1);
   EXPECT_EQ(result.count(DiffClass::k_missing), 1);
+  EXPECT_EQ(result.count(DiffClass::k_failure_grew), 2);
+  EXPECT_EQ(result.count(DiffClass::k_new_failure), 2);
   EXPECT_EQ(result.count(DiffClass::k_drift_grew), 2);
-  EXPECT_EQ(result.count(DiffClass::k_new), 1);
+  EXPECT_EQ(result.count(DiffClass::k_new), 2);
   EXPECT_EQ(result.count(DiffClass::k_fixed), 2);
-  EXPECT_EQ(result.count(DiffClass::k_unchanged), 6);
+  EXPECT_EQ(result.count(DiffClass::k_unchanged), 7);
   EXPECT_EQ(result.counts.size(), all_diff_classes().size());
 }
 
@@ -185,16 +202,19 @@ TEST_F(DiffClassesTest, TheDriftFactorIsAnOption) {
   DiffOptions options;
   options.drift_factor = 30.0;
   DiffResult result = diff_runs(run, baseline, options);
-  EXPECT_EQ(result.count(DiffClass::k_drift_grew), 1);  // only 0 -> 1e-9 remains
+  EXPECT_EQ(result.count(DiffClass::k_drift_grew), 1);    // only 0 -> 1e-9 remains
+  EXPECT_EQ(result.count(DiffClass::k_failure_grew), 1);  // 1e-6 -> 1.0; the x20 failure is not over x30
   options.drift_factor = 5.0;
-  EXPECT_EQ(diff_runs(run, baseline, options).count(DiffClass::k_drift_grew), 3);  // x9 joins
+  EXPECT_EQ(diff_runs(run, baseline, options).count(DiffClass::k_drift_grew), 3);    // x9 joins
+  EXPECT_EQ(diff_runs(run, baseline, options).count(DiffClass::k_failure_grew), 3);  // the failing x9 too
 }
 
-TEST_F(DiffClassesTest, TheDefaultGateFailsOnRegressedCrashedAndMissing) {
+TEST_F(DiffClassesTest, TheDefaultGateFailsOnRegressedCrashedMissingGrownAndNewFailures) {
   GatePolicy policy;
   DiffResult result = diff_runs(run, baseline);
   EXPECT_EQ(gated_classes_present(result, policy),
-            (std::vector<DiffClass>{DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing}));
+            (std::vector<DiffClass>{DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing,
+                                    DiffClass::k_failure_grew, DiffClass::k_new_failure}));
   EXPECT_EQ(gate_exit_code(result, policy), ExitCode::k_gated);
 }
 
@@ -202,9 +222,9 @@ TEST(Diff, OnlyUngatedClassesPassTheGate) {
   using S = CheckStatus;
   RunFile baseline = make_run(k_sha, make_environment(),
                               {make_check("fixed", S::k_fail_numeric, 0.5), make_check("drift", S::k_pass, 1e-8)});
-  RunFile run = make_run(k_sha, make_environment(),
-                         {make_check("fixed", S::k_pass, 1e-8), make_check("drift", S::k_pass, 1e-3),
-                          make_check("new", S::k_fail_numeric, 0.5)});
+  RunFile run = make_run(
+      k_sha, make_environment(),
+      {make_check("fixed", S::k_pass, 1e-8), make_check("drift", S::k_pass, 1e-3), make_check("new", S::k_pass, 1e-8)});
   DiffResult result = diff_runs(run, baseline);
   EXPECT_EQ(result.count(DiffClass::k_fixed), 1);
   EXPECT_EQ(result.count(DiffClass::k_drift_grew), 1);
@@ -276,6 +296,30 @@ TEST(Diff, AChangedModelIsNotedOnEveryCheckOfItsExperiment) {
   EXPECT_EQ(result.count(DiffClass::k_regressed), 1);
 }
 
+// "config changed" says what the run records of the config that differs: here a tightened tolerance
+// and a dropped target.
+TEST(Diff, AChangedConfigNamesTheSettingsThatDiffer) {
+  using S = CheckStatus;
+  RunFile baseline = make_run(k_sha, make_environment(), {make_check("x", S::k_pass, 1e-7)});
+  RunFile run = make_run(k_sha, make_environment(), {make_check("x", S::k_fail_numeric, 1e-7)});
+  run.header.experiments[0].config_hash = "c45b903000000000000000000000000000000000";
+  baseline.header.experiments[0].config_hash = "54c723f000000000000000000000000000000000";
+  baseline.header.experiments[0].tolerance = Tolerance{1e-5, 1.3e-6, ToleranceRule::k_assert_close};
+  run.header.experiments[0].tolerance = Tolerance{1e-8, 1.3e-6, ToleranceRule::k_assert_close};
+  baseline.header.experiments[0].targets = {"onednn_off", "cpu_bf16"};
+  run.header.experiments[0].targets = {"onednn_off"};
+  DiffResult result = diff_runs(run, baseline);
+  ASSERT_EQ(result.experiment_changes.size(), 1u);
+  EXPECT_EQ(result.experiment_changes[0].details,
+            "tolerance atol 1e-05 -> 1e-08; targets [onednn_off, cpu_bf16] -> "
+            "[onednn_off]");
+  EXPECT_EQ(result.experiment_changes[0].note(),
+            "config changed (54c723f -> c45b903: tolerance atol 1e-05 -> 1e-08; targets [onednn_off, cpu_bf16] -> "
+            "[onednn_off])");
+  ASSERT_EQ(result.checks.size(), 1u);
+  EXPECT_EQ(result.checks[0].notes, std::vector<std::string>{result.experiment_changes[0].note()});
+}
+
 TEST(Diff, EnvironmentChangesAreDescribed) {
   RunFile baseline = make_run(k_sha, make_environment("1"), {make_check("x", CheckStatus::k_pass)});
   RunFile run = make_run(k_sha, make_environment("4"), {make_check("x", CheckStatus::k_pass)});
@@ -291,8 +335,8 @@ TEST(Diff, ClassNames) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "unknown diff class 'regresed'; known classes: regressed, crashed, missing, drift_grew, "
-                 "task_changed, new, fixed, unchanged");
+                 "unknown diff class 'regresed'; known classes: regressed, crashed, missing, failure_grew, "
+                 "new_failure, drift_grew, task_changed, new, fixed, unchanged");
   }
 }
 

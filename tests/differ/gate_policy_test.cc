@@ -37,7 +37,8 @@ CheckDiff check_diff(const std::string& id, const std::string& experiment, DiffC
 TEST(GatePolicy, TheDefaultGatesRegressedCrashedMissing) {
   GatePolicy policy = parse_gate_policy("", "policy.yaml", k_today);
   EXPECT_EQ(policy.gated, (std::set<DiffClass>{DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing}));
-  EXPECT_EQ(describe_policy(policy), std::vector<std::string>{"(default) gate: [regressed, crashed, missing]"});
+  EXPECT_EQ(describe_policy(policy),
+            std::vector<std::string>{"(default) gate: [regressed, crashed, missing, failure_grew, new_failure]"});
 }
 
 TEST(GatePolicy, ValuesRememberTheirOrigin) {
@@ -79,7 +80,7 @@ TEST(GatePolicy, UnknownKeysAndClassesArePositionedErrorsWithSuggestions) {
             "experiments, allow)");
   EXPECT_EQ(error_of("gate: [regresed, crashed]\n"),
             "policy.yaml:1:8: unknown diff class 'regresed' in gate; did you mean 'regressed'? (one of: regressed, "
-            "crashed, missing, drift_grew, task_changed, new, fixed, unchanged)");
+            "crashed, missing, failure_grew, new_failure, drift_grew, task_changed, new, fixed, unchanged)");
   EXPECT_EQ(error_of("allow:\n  - check: x\n    ownr: a\n"),
             "policy.yaml:3:5: unknown key 'ownr' in an allowlist entry; did you mean 'owner'? (known: check, owner, "
             "reason, expires)");

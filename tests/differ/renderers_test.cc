@@ -63,7 +63,7 @@ TEST(PolicyInReports, AllowedChecksPassExpiredEntriesAreNotedEverywhere) {
   EXPECT_EQ(json["checks"][1]["gate_origin"], "default");
   EXPECT_EQ(json["policy"]["source"], "gate.yaml");
   EXPECT_EQ(json["policy"]["allow"][1]["expired"], true);
-  EXPECT_EQ(json["policy"]["describe"][0], "(default) gate: [regressed, crashed, missing]");
+  EXPECT_EQ(json["policy"]["describe"][0], "(default) gate: [regressed, crashed, missing, failure_grew, new_failure]");
   EXPECT_TRUE(json["refresh"].is_null());
 
   std::string markdown = render_markdown(report);

@@ -65,13 +65,15 @@ TEST(MarkdownReport, FailSummaryIsPinned) {
       "| regressed | 1 | yes |\n"
       "| crashed | 0 | yes |\n"
       "| missing | 0 | yes |\n"
+      "| failure grew | 0 | yes |\n"
+      "| new failure | 0 | yes |\n"
       "| drift grew | 0 | no |\n"
       "| new | 0 | no |\n"
       "| fixed | 1 | no |\n"
       "| unchanged | 1 | no |\n"
       "\n"
       "Gate policy:\n"
-      "- `(default) gate: [regressed, crashed, missing]`\n"
+      "- `(default) gate: [regressed, crashed, missing, failure_grew, new_failure]`\n"
       "\n"
       "Changed since the baseline (differences in these experiments may come from this):\n"
       "- `exp`: `model changed (abc1234 -> def5678)`\n"
@@ -214,11 +216,13 @@ TEST(JsonReport, FieldsAndOrderArePinned) {
   EXPECT_EQ(json["baseline"]["start_sha"], k_start_sha);
   EXPECT_EQ(json["env_mismatch"], false);
   EXPECT_EQ(json["env_changes"], "");
-  EXPECT_EQ(json["gated_classes"], nlohmann::json({"regressed", "crashed", "missing"}));
+  EXPECT_EQ(json["gated_classes"], nlohmann::json({"regressed", "crashed", "missing", "failure_grew", "new_failure"}));
   EXPECT_EQ(json["gated_present"], nlohmann::json({"regressed"}));
   EXPECT_EQ(json["counts"], nlohmann::json({{"regressed", 1},
                                             {"crashed", 0},
                                             {"missing", 0},
+                                            {"failure_grew", 0},
+                                            {"new_failure", 0},
                                             {"drift_grew", 0},
                                             {"task_changed", 0},
                                             {"new", 0},

@@ -142,6 +142,89 @@ TEST_F(TrendTest, SweepComesFromTheNewestBaseline) {
   EXPECT_DOUBLE_EQ(b.configured_atol, Tolerance{}.atol);
 }
 
+// Task checks have no atol: in the curves they would fail at every atol and cap the pass rate.
+TEST(TrendSweepTest, TaskChecksAreCountedApartFromTheSweepCurves) {
+  TempDir dir;
+  DirectoryStore store(dir.path());
+  for (size_t c = 0; c < 2; ++c) {
+    CheckRecord numeric = make_check("in0", CheckStatus::k_pass, 2e-6);
+    numeric.stats->min_atol = 2e-6;
+    CheckRecord agreed = make_check("in0", CheckStatus::k_pass, std::nullopt);
+    agreed.output = "task:classification";
+    agreed.id = make_check_id(agreed.experiment, agreed.input, agreed.reference, agreed.target, agreed.output);
+    agreed.task = TaskResult{"classification", "top1+top5", {{"top1_agreement", 1.0}}, {}};
+    CheckRecord flipped = agreed;
+    flipped.input = "in1";
+    flipped.id = make_check_id(flipped.experiment, flipped.input, flipped.reference, flipped.target, flipped.output);
+    flipped.status = c == 0 ? CheckStatus::k_pass : CheckStatus::k_fail_task;
+    store.save(make_run(fake_sha(c), make_environment(), {numeric, agreed, flipped}));
+  }
+  TrendData trend = build_trend("main", fake_commits(2), store, TrendOptions{});
+  ASSERT_EQ(trend.envs.size(), 1u);
+  const EnvSeries& env = trend.envs[0];
+  ASSERT_EQ(env.sweep.size(), 1u);
+  EXPECT_DOUBLE_EQ(env.sweep[0].pass_rate.back(), 1.0);  // the numeric check alone: 100% at a large atol
+  ASSERT_EQ(env.task_rates.size(), 1u);
+  EXPECT_EQ(env.task_rates[0].first, "onednn_off");
+  EXPECT_EQ(env.task_rates[0].second.passed, 1);  // the newest baseline: one of two task checks passes
+  EXPECT_EQ(env.task_rates[0].second.counted, 2);
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  EXPECT_NE(html.find("Task checks of this baseline (not in the curves): <code>onednn_off</code> 1/2 pass (50.0%)."),
+            std::string::npos);
+}
+
+// Rescaled logits: max_abs moves x30 with the output's scale, the relative error does not.
+TEST(TrendRelativeErrorTest, RelativeErrorIsMaxAbsOverTheReferencesScale) {
+  TempDir dir;
+  DirectoryStore store(dir.path());
+  for (size_t c = 0; c < 4; ++c) {
+    double scale = c < 2 ? 1.0 : 30.0;
+    CheckRecord check = make_check("in0", CheckStatus::k_pass, 2e-6 * scale);
+    check.stats->max_abs_reference_value = 8.0 * scale;
+    CheckRecord zeros = make_check("in1", CheckStatus::k_pass, 0.0);  // an all-zero reference: no relative error
+    store.save(make_run(fake_sha(c), make_environment(), {check, zeros}));
+  }
+  TrendData trend = build_trend("main", fake_commits(4), store, TrendOptions{});
+  ASSERT_EQ(trend.envs.size(), 1u);
+  const CheckSeries& check = trend.envs[0].checks[0];
+  ASSERT_EQ(check.relative.size(), 4u);
+  for (size_t p = 0; p < 4; ++p) {
+    EXPECT_DOUBLE_EQ(check.relative[p], check.max_abs[p] / (p < 2 ? 8.0 : 240.0)) << p;
+    EXPECT_NEAR(check.relative[p], 2.5e-7, 1e-18) << p;
+    EXPECT_TRUE(std::isnan(trend.envs[0].checks[1].relative[p])) << p;
+  }
+  EXPECT_NEAR(check.max_abs[3] / check.max_abs[0], 30.0, 1e-9);
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  EXPECT_NE(html.find("Relative error per check, log scale"), std::string::npos);
+  EXPECT_NE(html.find("relative error 2.5e-07"), std::string::npos);
+}
+
+// One cause, one row: steps of the same commit range and environment form a group, worst group first.
+TEST(StepGroupTest, StepsOfOneCommitRangeAndEnvironmentAreOneGroup) {
+  std::vector<StepChange> steps = {
+      {"k1", "a", 3, 4, 1e-6, 1e-5},        // x10
+      {"k1", "b", 7, 8, 1e-6, 1e-4},        // x100, another range
+      {"k1", "c", 3, 4, 1e-6, 3e-3},        // x3000, the worst of all
+      {"k2", "d", 3, 4, 1e-6, 1e-3},        // same range, other environment
+      {"k1", "e", 3, 4, 1e-3, 1e-5},        // x100 better
+      {"k2", "f", 3, 4, 1e-6, 1e-3, "k1"},  // across an environment change: its own cause
+  };
+  std::vector<StepGroup> groups = group_steps(steps);
+  ASSERT_EQ(groups.size(), 4u);
+  ASSERT_EQ(groups[0].steps.size(), 3u);  // k1 3...4: c, e, a, largest first
+  EXPECT_EQ(groups[0].steps[0]->check_id, "c");
+  EXPECT_EQ(groups[0].steps[1]->check_id, "e");
+  EXPECT_EQ(groups[0].steps[2]->check_id, "a");
+  EXPECT_NEAR(groups[0].worst_decades, std::log10(3000.0), 1e-12);
+  EXPECT_EQ(describe_factors(groups[0]), "2 worse (x10 to x3000), 1 better (x100)");
+  EXPECT_EQ(groups[1].steps.size(), 1u);  // the x1000 ones, in key order: k2 within, then k2 across
+  EXPECT_EQ(groups[1].steps[0]->check_id, "d");
+  EXPECT_EQ(groups[2].steps[0]->check_id, "f");
+  EXPECT_EQ(describe_factors(groups[2]), "x1000 worse");
+  EXPECT_EQ(groups[3].steps[0]->check_id, "b");
+  EXPECT_EQ(describe_factors(groups[3]), "x100 worse");
+}
+
 TEST(TrendLayersTest, KeepsTheNewestTier2ProfilePerCheck) {
   TempDir dir;
   DirectoryStore store(dir.path());

@@ -2,7 +2,8 @@
 # Tier 3 end to end: the tie fixture (tools/export_models.py tie) through the real
 # binary. Native NMS fails on bfloat16, stable NMS passes and the terminal says which
 # adapter restored agreement; --mitigate names the fallback and its latency cost, in
-# the record (valid against schema/record.schema.json) and on the terminal.
+# the record (valid against schema/record.schema.json) and on the terminal; a task output the
+# model lacks is an error (exit 2), not a green run of unsupported checks.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -39,5 +40,13 @@ expect_exit 0 "the run file validates against the record schema" -- \
 sed 's/nms: \[native, stable\]/nms: [nativ]/' "$work/tie.yaml" >"$work/bad.yaml"
 expect_exit 2 "a misspelled NMS mode is a usage error" -- "$DRIFTGATE" run "$work/bad.yaml" -o "$work/bad.jsonl"
 expect_contains "$work/stderr" "unknown nms mode 'nativ'; did you mean 'native'?" "... with a did-you-mean"
+
+# A task output the model lacks is a config error the gate sees: exit 2, the message on stderr, nothing written.
+sed 's/outputs: \["out\[0\]", "out\[1\]"\]/outputs: ["logits", "out[1]"]/' "$work/tie.yaml" >"$work/no-logits.yaml"
+expect_exit 2 "a task output the model lacks fails the run" -- "$DRIFTGATE" run "$work/no-logits.yaml" \
+  -o "$work/no-logits.jsonl" -q
+expect_contains "$work/stderr" "the model has no output 'logits' (its outputs: out[0], out[1])" \
+  "the model's own outputs are named on stderr"
+expect_missing "$work/no-logits.jsonl" "no run file is written"
 
 finish
