@@ -87,6 +87,24 @@ CommentAppendix read_trend(const std::string& path, const std::string& branch) {
   return trend;
 }
 
+// report.json, read no further than one byte past k_report_max_bytes (parse_report
+// refuses what is larger): it comes from the gate run, which a fork may control.
+std::string read_report(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error("driftgate post: " + path + ": cannot read (" + std::strerror(errno) +
+                "); pass the report.json that driftgate diff --report FILE wrote. Nothing was posted");
+  }
+  std::string text(k_report_max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    throw Error("driftgate post: " + path + ": read failed (" + std::strerror(errno) +
+                "); is it a regular file? Nothing was posted");
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
 struct PostRequest {
   std::string system;  // "github" or "gitlab"
   std::string report_path;
@@ -191,7 +209,7 @@ int cmd_post(CommandContext& context) {
   if (!request) {
     return 0;
   }
-  nlohmann::json report = parse_report(read_file(request->report_path), request->report_path);
+  nlohmann::json report = parse_report(read_report(request->report_path), request->report_path);
   Redactor redactor;
   SystemClock clock;
   HttplibTransport network(request->timeouts, request->ca_file);
@@ -206,12 +224,6 @@ int cmd_post(CommandContext& context) {
   if (request->system == "github") {
     GithubTarget target = resolve_github_target(context.env, request->github);
     redactor.add_secret(target.token);
-    if (request->dry_run && target.verify_pull) {
-      if (target.pr == 0) {
-        throw Error("--dry-run of a workflow_run post needs --pr N (the dry run cannot look the PR up)");
-      }
-      target.verify_pull = false;
-    }
     if (!request->dry_run) {
       auto it = context.env.find("GITHUB_STEP_SUMMARY");
       request->settings.step_summary_path = it == context.env.end() ? "" : it->second;
@@ -221,6 +233,20 @@ int cmd_post(CommandContext& context) {
     config.advisor = github_advice;
     ApiClient client(transport, clock, redactor, config);
     GithubApi api(client, target.api_url, target.repo);
+    if (request->dry_run && target.verify_pull) {
+      // The lookup's requests are printed; the dry run's empty API has no pull request,
+      // so the verification cannot pass and --pr N names the one the rest goes to.
+      try {
+        verify_pull_request(api, target);
+      } catch (const Error& e) {
+        context.out << "dry run: the pull request lookup above finds nothing in an empty API (" << e.what() << ")\n";
+      }
+      if (target.pr == 0) {
+        context.out << "dry run: pass --pr N to see the requests that post on pull request N\n";
+        return 0;
+      }
+      target.verify_pull = false;
+    }
     post_github(report, target, request->settings, api, clock, config.retry, context.err);
     return 0;
   }
