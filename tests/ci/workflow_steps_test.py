@@ -7,7 +7,8 @@ composite action as GitHub would, on inputs where the old versions went wrong:
 - action.yml's package cache key changes with tasks/ (compiled into the package);
   a deb-url download is installed only when its SHA-256 matches deb-sha256; the poster
   restores the cache but never saves into the default branch's scope;
-- release.yml's SHA256SUMS lists every package with its SHA-256.
+- release.yml's SHA256SUMS lists every package with its SHA-256;
+- the reusable workflows check out the driftgate commit the caller's uses: line pins.
 The expression evaluator covers the forms these files use (==, !=, &&, ||, !, contains,
 fromJSON, literals, context paths); an unknown form fails the test instead of guessing.
 Usage: workflow_steps_test.py REPO_ROOT   (exit 1 on any failure)
@@ -314,6 +315,70 @@ def main():
                   f"exit {result.returncode}, installed {installed}: {result.stdout}{result.stderr}")
             if installed:
                 check("the installed file is the release's", open(os.path.join(out, file), "rb").read() == package)
+
+        # 8. The driftgate that runs is the commit the caller pinned: with no driftgate-ref the
+        # plan job reads the calling workflow file (GITHUB_WORKFLOW_REF at GITHUB_WORKFLOW_SHA,
+        # through the contents API) and takes OWNER/NAME and REF from its uses: line. Served
+        # here by a loopback HTTP server that answers like the contents API (raw file).
+        import http.server
+        import threading
+        import re as _re
+        readme = open(os.path.join(root, "README.md")).read()
+        consumer = dict(_re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", readme, _re.S))
+        served = {}
+
+        class Contents(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                path, _, query = self.path.partition("?")
+                body = served.get(path)
+                ok = body is not None and self.headers.get("Authorization") == "Bearer t0ken" and \
+                    query == "ref=" + "c" * 40
+                self.send_response(200 if ok else 404)
+                self.end_headers()
+                self.wfile.write((body if ok else '{"message":"Not Found"}').encode())
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Contents)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            api = f"http://127.0.0.1:{server.server_port}"
+            for workflow, called, caller_file in ((gate, "driftgate.yml", ".github/workflows/drift-gate.yml"),
+                                                  (post, "driftgate-post.yml", ".github/workflows/drift-post.yml")):
+                first_job = "plan"
+                pinned = step(workflow["jobs"][first_job]["steps"], "The driftgate the caller pinned")
+                served.clear()
+                served[f"/repos/octo/app/contents/{caller_file}"] = consumer[caller_file]
+
+                def resolve(ref="", repository="", path=caller_file):
+                    out_file = os.path.join(work, "pinned_output")
+                    open(out_file, "w").close()
+                    env = {"REPOSITORY": repository, "REF": ref, "CALLED": pinned["env"]["CALLED"],
+                           "TOKEN": "t0ken", "GITHUB_OUTPUT": out_file, "GITHUB_API_URL": api,
+                           "GITHUB_REPOSITORY": "octo/app", "GITHUB_WORKFLOW_SHA": "c" * 40,
+                           "GITHUB_WORKFLOW_REF": f"octo/app/{path}@refs/heads/main"}
+                    result = run_step(pinned["run"], env, work)
+                    return result.returncode, outputs(out_file), result.stdout + result.stderr
+
+                check(f"{called}: the resolver looks for calls of {called}", pinned["env"]["CALLED"] == called)
+                code, found, log = resolve()
+                check(f"{called}: the README's pinned commit is what runs",
+                      code == 0 and found == {"repository": "driftgate/driftgate",
+                                              "ref": "0123456789abcdef0123456789abcdef01234567"}, f"{found} {log}")
+                code, found, log = resolve(ref="v9", repository="mirror/driftgate")
+                check(f"{called}: an explicit driftgate-ref wins",
+                      code == 0 and found == {"repository": "mirror/driftgate", "ref": "v9"}, f"{found} {log}")
+                served[f"/repos/octo/app/contents/{caller_file}"] = consumer[caller_file] + \
+                    consumer[caller_file].replace("0123456789abcdef", "fedcba9876543210")
+                code, found, log = resolve()
+                check(f"{called}: two different pins are refused", code == 2 and "cannot tell which driftgate" in log,
+                      log)
+                code, found, log = resolve(path=".github/workflows/missing.yml")
+                check(f"{called}: an unreadable caller is refused", code == 2 and "pass driftgate-ref" in log, log)
+        finally:
+            server.shutdown()
 
         # 7. The release's SHA256SUMS lists every package with its SHA-256 (checked here with
         # hashlib), in the format sha256sum -c and the install steps read.
