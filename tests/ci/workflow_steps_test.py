@@ -380,6 +380,58 @@ def main():
         finally:
             server.shutdown()
 
+        # 9. The GitLab component installs the release's .deb by default (driftgate not installed,
+        # no deb_url), checked against the release's SHA256SUMS; the poster takes driftgate-notorch.
+        # apt-get is a stand-in here that records what it was asked to install.
+        class Loader(yaml.SafeLoader):
+            pass
+        Loader.add_constructor("!reference", lambda loader, node: loader.construct_sequence(node))
+        text = open(os.path.join(root, "templates/driftgate.yml")).read()
+        spec = yaml.safe_load(text.split("\n---\n")[0])["spec"]["inputs"]
+        text = re.sub(r"\$\[\[ inputs\.(\w+) \]\]", lambda m: str(spec[m.group(1)]["default"]), text)
+        component = list(yaml.load_all(text, Loader=Loader))[1]
+        install_script = component[".driftgate-install"]["script"][0]
+        check("the gate installs driftgate", component[".driftgate-variables"]["variables"]["DRIFTGATE_PACKAGE"] ==
+              "driftgate")
+        check("the poster installs driftgate-notorch",
+              component["driftgate-post"]["variables"]["DRIFTGATE_PACKAGE"] == "driftgate-notorch")
+        bin_dir = os.path.join(work, "gl-bin")
+        os.makedirs(bin_dir)
+        with open(os.path.join(bin_dir, "apt-get"), "w") as f:
+            f.write('#!/bin/sh\necho "$*" >> "$APT_LOG"\n'
+                    'case "$*" in *install*.deb*) printf \'#!/bin/sh\\necho stub 9.9.9\\n\' > "$STUB"; '
+                    'chmod +x "$STUB";; esac\n')
+        os.chmod(os.path.join(bin_dir, "apt-get"), 0o755)
+        gl_mirror = os.path.join(work, "gl-mirror")
+        os.makedirs(os.path.join(gl_mirror, "v9.9.9"))
+        gl_file = "driftgate-notorch_9.9.9_debian12_amd64.deb"
+        with open(os.path.join(gl_mirror, "v9.9.9", gl_file), "wb") as f:
+            f.write(package)
+        for case, listed, command, ok, downloads in (
+                ("release", hashlib.sha256(package).hexdigest(), "dg-stub", True, True),
+                ("tampered", "3" * 64, "dg-stub", False, True),
+                ("installed", "3" * 64, "bash", True, False)):
+            with open(os.path.join(gl_mirror, "v9.9.9", "SHA256SUMS"), "w") as f:
+                f.write(f"{listed}  {gl_file}\n")
+            job_dir = os.path.join(work, f"gl-{case}")
+            os.makedirs(job_dir)
+            apt_log = os.path.join(job_dir, "apt.log")
+            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "",
+                   "DRIFTGATE_RELEASE_URL": "file://" + gl_mirror, "DRIFTGATE_VERSION": "9.9.9",
+                   "DRIFTGATE_PACKAGE": "driftgate-notorch", "APT_LOG": apt_log,
+                   "STUB": os.path.join(bin_dir, "dg-stub"), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+            if os.path.exists(env["STUB"]):
+                os.remove(env["STUB"])
+            result = run_step(install_script, env, job_dir)
+            log = open(apt_log).read() if os.path.exists(apt_log) else ""
+            cached = os.path.join(job_dir, ".driftgate-cache", "release-v9.9.9-" + gl_file)
+            check(f"GitLab install, {case}: exit", (result.returncode == 0) == ok,
+                  f"exit {result.returncode}: {result.stdout}{result.stderr}")
+            check(f"GitLab install, {case}: apt-get install of the release's .deb",
+                  (f"./.driftgate-cache/release-v9.9.9-{gl_file}" in log) == (ok and downloads), log)
+            check(f"GitLab install, {case}: the cached .deb is the release's",
+                  (os.path.exists(cached) and open(cached, "rb").read() == package) == (ok and downloads))
+
         # 7. The release's SHA256SUMS lists every package with its SHA-256 (checked here with
         # hashlib), in the format sha256sum -c and the install steps read.
         release = load(os.path.join(root, ".github/workflows/release.yml"))
