@@ -231,6 +231,8 @@ TEST_F(CmdPostTest, HelpDescribesBothSystems) {
   EXPECT_NE(result.out.find("driftgate post github|gitlab REPORT.json"), std::string::npos);
   EXPECT_NE(result.out.find("--dry-run"), std::string::npos);
   EXPECT_NE(result.out.find("--trend-markdown"), std::string::npos);
+  EXPECT_NE(result.out.find("GET pulls?head=OWNER:BRANCH for a fork"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("no_baseline is never green"), std::string::npos);
 }
 
 }  // namespace
