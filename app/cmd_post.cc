@@ -35,11 +35,17 @@ const CommandHelp k_help{
     "as a commit status on the head commit (not GitHub's merge commit); on GitHub also a check run when the\n"
     "token is a GitHub App's (the Actions GITHUB_TOKEN is) and $GITHUB_STEP_SUMMARY when set.\n"
     "GitHub context: GITHUB_EVENT_PATH (pull_request or workflow_run payload), GITHUB_API_URL, GITHUB_REPOSITORY;\n"
-    "a fork PR's pull_request event is refused: post from a workflow_run workflow, which verifies the PR.\n"
-    "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_COMMIT_SHA; the token is a project\n"
+    "a fork PR's pull_request event is refused: post from a workflow_run workflow, which finds the PR (its\n"
+    "pull_requests, then GET pulls?head=OWNER:BRANCH for a fork, then the commit's PRs) and verifies it (open,\n"
+    "into this repository, the run's head SHA). The status and check run are green only when the report says\n"
+    "pass and (in a workflow_run) the run concluded success; no_baseline is never green (status error, check\n"
+    "run failure; GitLab: failed). report.json over 32 MiB or nested deeper than 32 levels exits 2.\n"
+    "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_MERGE_REQUEST_SOURCE_BRANCH_SHA\n"
+    "(merged-results pipelines) or CI_COMMIT_SHA; the token is a project\n"
     "access token with api scope (default variable DRIFTGATE_GITLAB_TOKEN). https only (http to loopback).\n"
     "Exit 0 when posted, whatever the verdict (the diff step gates); 2 on bad input or an API error.\n"
-    "--dry-run prints every request (token redacted) and answers as an empty API; nothing is sent.\n"
+    "--dry-run prints every request with its headers (token redacted) and answers as an empty API; nothing is\n"
+    "sent. In a workflow_run it prints the PR lookup, and with --pr N the requests that post on N.\n"
     "--trend-markdown FILE (driftgate trend --markdown FILE) folds the trend into the comment and job summary\n"
     "under \"Trend on BRANCH\", after the regression summary and only when it fits what the summary left of the\n"
     "limit; otherwise one line says it was left out. A missing, unreadable, empty or non-UTF-8 FILE exits 2,\n"
@@ -85,6 +91,24 @@ CommentAppendix read_trend(const std::string& path, const std::string& branch) {
   }
   trend.markdown = std::move(text);
   return trend;
+}
+
+// report.json, read no further than one byte past k_report_max_bytes (parse_report
+// refuses what is larger): it comes from the gate run, which a fork may control.
+std::string read_report(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error("driftgate post: " + path + ": cannot read (" + std::strerror(errno) +
+                "); pass the report.json that driftgate diff --report FILE wrote. Nothing was posted");
+  }
+  std::string text(k_report_max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    throw Error("driftgate post: " + path + ": read failed (" + std::strerror(errno) +
+                "); is it a regular file? Nothing was posted");
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 struct PostRequest {
@@ -191,7 +215,7 @@ int cmd_post(CommandContext& context) {
   if (!request) {
     return 0;
   }
-  nlohmann::json report = parse_report(read_file(request->report_path), request->report_path);
+  nlohmann::json report = parse_report(read_report(request->report_path), request->report_path);
   Redactor redactor;
   SystemClock clock;
   HttplibTransport network(request->timeouts, request->ca_file);
@@ -206,12 +230,6 @@ int cmd_post(CommandContext& context) {
   if (request->system == "github") {
     GithubTarget target = resolve_github_target(context.env, request->github);
     redactor.add_secret(target.token);
-    if (request->dry_run && target.verify_pull) {
-      if (target.pr == 0) {
-        throw Error("--dry-run of a workflow_run post needs --pr N (the dry run cannot look the PR up)");
-      }
-      target.verify_pull = false;
-    }
     if (!request->dry_run) {
       auto it = context.env.find("GITHUB_STEP_SUMMARY");
       request->settings.step_summary_path = it == context.env.end() ? "" : it->second;
@@ -221,6 +239,20 @@ int cmd_post(CommandContext& context) {
     config.advisor = github_advice;
     ApiClient client(transport, clock, redactor, config);
     GithubApi api(client, target.api_url, target.repo);
+    if (request->dry_run && target.verify_pull) {
+      // The lookup's requests are printed; the dry run's empty API has no pull request,
+      // so the verification cannot pass and --pr N names the one the rest goes to.
+      try {
+        verify_pull_request(api, target);
+      } catch (const Error& e) {
+        context.out << "dry run: the pull request lookup above finds nothing in an empty API (" << e.what() << ")\n";
+      }
+      if (target.pr == 0) {
+        context.out << "dry run: pass --pr N to see the requests that post on pull request N\n";
+        return 0;
+      }
+      target.verify_pull = false;
+    }
     post_github(report, target, request->settings, api, clock, config.retry, context.err);
     return 0;
   }

@@ -77,6 +77,10 @@ ApiError ApiClient::make_error(const HttpRequest& request, const HttpResponse& r
 
 HttpResponse ApiClient::send(const std::string& method, const std::string& url, const std::string& body) {
   HttpRequest request{method, url, m_config.headers, body};
+  // Every mutation sends JSON; set here so the dry run prints what is sent.
+  if (!body.empty() || method == "POST" || method == "PATCH" || method == "PUT") {
+    request.headers.emplace_back("Content-Type", "application/json");
+  }
   for (int attempt = 0;; ++attempt) {
     HttpResponse response = send_once(request);
     if (response.status >= 200 && response.status < 300) {

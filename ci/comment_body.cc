@@ -97,6 +97,9 @@ std::string render_head(const Json& report, const BodyOptions& options) {
     out << " (" << code_span(options.key) << ")";
   }
   out << "\n\n";
+  if (!options.notice.empty()) {
+    out << "> **" << escape_text(options.notice) << "**\n\n";
+  }
   std::string verdict = text_field(report, "verdict");
   if (verdict == "no_baseline") {
     out << "No comparable baseline, so nothing was gated: " << escape_text(text_field(report, "reason")) << "\n";
@@ -145,11 +148,43 @@ std::string artifact_link(const std::string& url) {
 
 }  // namespace
 
+int json_nesting_depth(const std::string& text, int limit) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, whatever it is
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) {
+        return deepest;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 Json parse_report(const std::string& text, const std::string& path) {
-  Json report = Json::parse(text, nullptr, false);
   auto bad = [&](const std::string& why) {
     return Error(path + ": " + why + "; expected the report.json that driftgate diff --report FILE writes");
   };
+  if (text.size() > k_report_max_bytes) {
+    throw bad("larger than " + std::to_string(k_report_max_bytes / (1024 * 1024)) + " MiB");
+  }
+  if (json_nesting_depth(text, k_report_max_depth) > k_report_max_depth) {
+    throw bad("nested deeper than " + std::to_string(k_report_max_depth) + " levels");
+  }
+  Json report = Json::parse(text, nullptr, false);
   if (report.is_discarded() || !report.is_object()) {
     throw bad("not a JSON object");
   }

@@ -47,10 +47,24 @@ struct BodyOptions {
   std::string artifact_url;  // link to the full report ("" for none); must be http(s)
   BodyBudget budget = k_github_comment_budget;
   CommentAppendix appendix = {};  // after the summary when it fits ("" markdown: none)
+  // Plain text (escaped) quoted in bold under the title, e.g. why the status
+  // differs from the report's verdict ("" for none).
+  std::string notice = {};
 };
 
+// report.json comes from the gate run, which a fork's pull request controls, so it is
+// bounded before it is parsed: a real report is a few MB at most (3,000 checks: ~1.5 MB)
+// and nests 4 levels deep.
+inline constexpr size_t k_report_max_bytes = 32 * 1024 * 1024;
+inline constexpr int k_report_max_depth = 32;
+
+// The deepest nesting of arrays and objects in JSON `text`, counted without parsing
+// (brackets inside strings do not count); counting stops at `limit` + 1.
+int json_nesting_depth(const std::string& text, int limit);
+
 // A report.json document checked for the fields the body needs. Throws
-// driftgate::Error naming `path` and the field when it is not a driftgate report.
+// driftgate::Error naming `path` and the field when it is not a driftgate report,
+// is larger than k_report_max_bytes or nests deeper than k_report_max_depth.
 nlohmann::json parse_report(const std::string& text, const std::string& path);
 
 // The body, within options.budget. Throws driftgate::Error when even the summary

@@ -37,6 +37,18 @@ std::string permission_for(const std::string& method, const std::string& url) {
   return "pull-requests: read";
 }
 
+std::vector<int> pull_numbers(const Json& pulls) {
+  std::vector<int> numbers;
+  if (pulls.is_array()) {
+    for (const auto& pull : pulls) {
+      if (pull.is_object() && json_field(pull, "number").is_number_integer()) {
+        numbers.push_back(pull["number"].get<int>());
+      }
+    }
+  }
+  return numbers;
+}
+
 }  // namespace
 
 std::string lower_login(std::string login) {
@@ -207,16 +219,12 @@ GithubPull GithubApi::get_pull(int number) {
 
 std::vector<int> GithubApi::pulls_of_commit(const std::string& sha) {
   std::string url = repo_url() + "/commits/" + url_encode(sha) + "/pulls?per_page=100";
-  Json pulls = parse_body(m_client.send("GET", url), "GET pulls of commit");
-  std::vector<int> numbers;
-  if (pulls.is_array()) {
-    for (const auto& pull : pulls) {
-      if (pull.is_object() && json_field(pull, "number").is_number_integer()) {
-        numbers.push_back(pull["number"].get<int>());
-      }
-    }
-  }
-  return numbers;
+  return pull_numbers(parse_body(m_client.send("GET", url), "GET pulls of commit"));
+}
+
+std::vector<int> GithubApi::open_pulls_from(const std::string& owner, const std::string& branch) {
+  std::string url = repo_url() + "/pulls?state=open&head=" + url_encode(owner + ":" + branch) + "&per_page=100";
+  return pull_numbers(parse_body(m_client.send("GET", url), "GET open pulls from " + owner + ":" + branch));
 }
 
 }  // namespace driftgate

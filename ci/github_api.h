@@ -74,7 +74,12 @@ class GithubApi {
   void create_check_run(const std::string& sha, const std::string& name, const std::string& conclusion,
                         const std::string& title, const std::string& summary, const std::string& details_url);
   GithubPull get_pull(int number);
+  // GET commits/{sha}/pulls: the PRs GitHub associates with a commit of this
+  // repository; [] for a commit that exists only in a fork.
   std::vector<int> pulls_of_commit(const std::string& sha);
+  // GET pulls?state=open&head=OWNER:BRANCH: the open PRs from that head (a fork's
+  // owner and branch, as workflow_run.head_repository and head_branch name them).
+  std::vector<int> open_pulls_from(const std::string& owner, const std::string& branch);
 
  private:
   std::string repo_url() const { return m_api_url + "/repos/" + m_repo; }

@@ -1,5 +1,6 @@
 #include "ci/github_target.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "ci/url.h"
@@ -76,12 +77,17 @@ void from_workflow_run_event(const Json& payload, const std::string& event_path,
   }
   target.head_sha = at_path(run, {"head_sha"});
   target.verify_pull = true;
-  // Same-repository PRs are listed; fork PRs are not and are found by head_sha later.
+  target.head_repo = at_path(run, {"head_repository", "full_name"});
+  target.head_branch = at_path(run, {"head_branch"});
+  // Set by GitHub when the run completed; null while it runs ("": never taken as success).
+  target.run_conclusion = at_path(run, {"conclusion"});
+  // Same-repository PRs are listed (each is tried); fork PRs are not and are found by
+  // head repository and branch later.
   if (run.contains("pull_requests") && run["pull_requests"].is_array()) {
     for (const auto& pull : run["pull_requests"]) {
-      if (pull.is_object() && pull.value("number", Json()).is_number_integer()) {
-        target.pr = pull["number"].get<int>();
-        break;
+      if (pull.is_object() && pull.value("number", Json()).is_number_integer() && pull["number"].get<long long>() > 0 &&
+          pull["number"].get<long long>() <= std::numeric_limits<int>::max()) {
+        target.listed_prs.push_back(pull["number"].get<int>());
       }
     }
   }

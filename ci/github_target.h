@@ -5,14 +5,18 @@
 // GITHUB_SHA, a temporary merge commit). A PR from a fork is refused: its
 // pull_request token is read-only and running its code with a write token is the
 // classic pwn-request, so the report is uploaded and posted by a workflow_run
-// workflow. There the payload's pull_requests list is empty for forks, so the PR is
-// found by head_sha and verified (open, targets this repository, same head) through
-// the API before anything is written (see github_post.h).
+// workflow. There the payload's pull_requests list is empty for forks, and GitHub's
+// commits/{sha}/pulls answers [] for a commit that exists only in the fork, so the PR
+// is found by the run's head repository owner and branch (GET pulls?head=OWNER:BRANCH)
+// and verified (open, targets this repository, same head) through the API before
+// anything is written (see github_post.h). The run's conclusion, which GitHub sets
+// and the fork cannot forge, is kept: the posted verdict combines it with the report.
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace driftgate {
 
@@ -28,8 +32,15 @@ struct GithubFlags {
 struct GithubTarget {
   std::string api_url;  // no trailing slash; https or loopback http
   std::string repo;     // "owner/name"
-  int pr = 0;           // 0: find it by head_sha (workflow_run of a fork PR)
+  int pr = 0;           // 0: find it (workflow_run); else --pr or the pull_request event's
   std::string head_sha;
+  // workflow_run only: every pull_requests entry (tried first, in order), the head
+  // repository ("owner/name") and branch the run was triggered from, and its
+  // conclusion ("success", "failure", ...; "" outside a workflow_run).
+  std::vector<int> listed_prs;
+  std::string head_repo;
+  std::string head_branch;
+  std::optional<std::string> run_conclusion;  // nullopt: not a workflow_run; "": null (no conclusion)
   std::string token;
   std::string event_name;    // GITHUB_EVENT_NAME ("" outside Actions)
   bool verify_pull = false;  // workflow_run: check the PR through the API before posting

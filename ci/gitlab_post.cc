@@ -44,9 +44,15 @@ GitlabTarget resolve_gitlab_target(const std::map<std::string, std::string>& env
   if (target.mr < 1) {
     throw Error("--mr " + std::to_string(target.mr) + ": a merge request IID is at least 1");
   }
-  target.sha = flags.sha.value_or(env_value(env, "CI_COMMIT_SHA"));
+  // A merged-results pipeline runs on a temporary merge commit (CI_COMMIT_SHA) and names
+  // the MR head in CI_MERGE_REQUEST_SOURCE_BRANCH_SHA, which is empty in ordinary MR
+  // pipelines (gitlab-org/gitlab#330964, #249093): the status belongs on the head.
+  std::string source_sha = env_value(env, "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA");
+  target.sha = flags.sha.value_or(source_sha.empty() ? env_value(env, "CI_COMMIT_SHA") : source_sha);
   if (target.sha.size() != 40 || target.sha.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw Error("--sha '" + target.sha + "': the MR head commit must be a full 40-hex SHA (default: CI_COMMIT_SHA)");
+    throw Error("--sha '" + target.sha +
+                "': the MR head commit must be a full 40-hex SHA (default: CI_MERGE_REQUEST_SOURCE_BRANCH_SHA in "
+                "merged-results pipelines, else CI_COMMIT_SHA)");
   }
   target.token = env_value(env, flags.token_env);
   if (target.token.empty()) {
@@ -71,7 +77,8 @@ GitlabPostResult post_gitlab(const nlohmann::json& report, const GitlabTarget& t
   log << "driftgate post: " << (sticky.created ? "created" : "updated") << " note " << sticky.id
       << " on merge request !" << target.mr << "\n";
   std::string verdict = report.value("verdict", "");
-  std::string state = verdict == "fail" ? "failed" : "success";
+  // no_baseline gated nothing: never green (GitLab statuses have no neutral state).
+  std::string state = verdict == "pass" ? "success" : "failed";
   api.create_status(target.sha, state, status_name(settings), verdict_line(report), artifact);
   log << "driftgate post: status " << state << " on " << target.sha.substr(0, 12) << "\n";
   return GitlabPostResult{sticky.created, sticky.id};

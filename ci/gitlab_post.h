@@ -1,7 +1,7 @@
 // `driftgate post gitlab`: the sticky merge request note and the commit status.
 //
 // Context from GitLab's predefined variables (CI_API_V4_URL, CI_PROJECT_ID,
-// CI_MERGE_REQUEST_IID, CI_COMMIT_SHA), overridable by flags; the token from a
+// CI_MERGE_REQUEST_IID, CI_MERGE_REQUEST_SOURCE_BRANCH_SHA or CI_COMMIT_SHA), overridable by flags; the token from a
 // masked variable holding a project access token with `api` scope.
 #pragma once
 
@@ -21,7 +21,7 @@ struct GitlabFlags {
   std::optional<std::string> api_url;                // --api-url     (CI_API_V4_URL)
   std::optional<std::string> project_id;             // --project-id  (CI_PROJECT_ID)
   std::optional<int> mr;                             // --mr          (CI_MERGE_REQUEST_IID)
-  std::optional<std::string> sha;                    // --sha         (CI_COMMIT_SHA)
+  std::optional<std::string> sha;                    // --sha  (CI_MERGE_REQUEST_SOURCE_BRANCH_SHA, else CI_COMMIT_SHA)
   std::string token_env = "DRIFTGATE_GITLAB_TOKEN";  // --token-env
 };
 

@@ -61,12 +61,7 @@ HttpResponse HttplibTransport::send(const HttpRequest& request) {
   for (const auto& [name, value] : request.headers) {
     native.headers.emplace(name, value);
   }
-  if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" || request.method == "PUT") {
-    native.body = request.body;
-    if (!native.has_header("Content-Type")) {
-      native.headers.emplace("Content-Type", "application/json");
-    }
-  }
+  native.body = request.body;  // its Content-Type is among request.headers (ApiClient sets it)
 
   HttpResponse response;
   httplib::Result result = client.send(native);

@@ -85,6 +85,16 @@ std::string escape_text(const std::string& text) {
         result += '\\';
         result += c;
         break;
+      case 'w':
+      case 'W':
+        // GitHub autolinks "www." text (GFM's extended www autolink); a joiner before the dot breaks it.
+        if (i + 3 < line.size() && (line[i + 1] | 0x20) == 'w' && (line[i + 2] | 0x20) == 'w' && line[i + 3] == '.') {
+          result += line.substr(i, 3) + k_zero_width_joiner;
+          i += 2;
+        } else {
+          result += c;
+        }
+        break;
       default:
         result += c;
     }

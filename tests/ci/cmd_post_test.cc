@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "app/command.h"
+#include "ci/comment_body.h"
 #include "core/error.h"
 #include "core/file_util.h"
 #include "tests/ci/fake_github_server.h"
@@ -71,6 +72,75 @@ TEST_F(CmdPostTest, DryRunPrintsTheRequestsWithTheTokenRedacted) {
   EXPECT_EQ(result.out.find(k_token), std::string::npos);
   EXPECT_EQ(result.err.find(k_token), std::string::npos);
   EXPECT_NE(result.out.find("driftgate-sticky project=octo/app key=linux"), std::string::npos);
+}
+
+TEST_F(CmdPostTest, DryRunShowsTheContentTypeOfEveryMutation) {
+  Invocation result = post({"github", report, "--dry-run"}, github_env());
+  EXPECT_EQ(result.code, 0);
+  // Each POST block of the listing carries the header it is sent with.
+  size_t posts = 0;
+  for (size_t at = result.out.find("\nPOST "); at != std::string::npos; at = result.out.find("\nPOST ", at + 1)) {
+    ++posts;
+    size_t block_end = result.out.find("\n\n", at + 1);
+    EXPECT_NE(result.out.substr(at, block_end - at).find("\n  Content-Type: application/json\n"), std::string::npos)
+        << result.out.substr(at, block_end - at);
+  }
+  EXPECT_GE(posts, 3U) << "comment, status, check run: " << result.out;
+  size_t get = result.out.find("GET https://api.github.com/user\n");
+  ASSERT_NE(get, std::string::npos);
+  EXPECT_EQ(result.out.substr(get, result.out.find("\n\n", get) - get).find("Content-Type"), std::string::npos);
+}
+
+TEST_F(CmdPostTest, DryRunOfAWorkflowRunShowsThePullRequestLookup) {
+  std::string run_event = (dir / "run.json").string();
+  write_file_atomic(run_event, nlohmann::json{{"workflow_run",
+                                               {{"event", "pull_request"},
+                                                {"conclusion", "success"},
+                                                {"head_sha", std::string(40, 'd')},
+                                                {"head_branch", "fix/deep"},
+                                                {"head_repository", {{"full_name", "mallory/app"}}},
+                                                {"pull_requests", nlohmann::json::array()}}}}
+                                   .dump());
+  auto env = github_env();
+  env["GITHUB_EVENT_PATH"] = run_event;
+  env["GITHUB_EVENT_NAME"] = "workflow_run";
+  Invocation result = post({"github", report, "--dry-run"}, env);
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.out.find("GET https://api.github.com/repos/octo/app/pulls?state=open&head=mallory%3Afix%2Fdeep"
+                            "&per_page=100\n"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("GET https://api.github.com/repos/octo/app/commits/" + std::string(40, 'd') + "/pulls"),
+            std::string::npos);
+  EXPECT_NE(result.out.find("dry run: pass --pr N to see the requests that post on pull request N"), std::string::npos);
+  EXPECT_EQ(result.out.find("POST "), std::string::npos) << "no pull request: nothing posted";
+
+  result = post({"github", report, "--dry-run", "--pr", "31"}, env);
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.out.find("GET https://api.github.com/repos/octo/app/pulls/31\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("POST https://api.github.com/repos/octo/app/issues/31/comments"), std::string::npos);
+}
+
+TEST_F(CmdPostTest, DeeplyNestedOrHugeReportIsRefusedWithoutACrash) {
+  // 600 KB nested 300,000 levels deep: a recursive reader overflows the stack.
+  write_file_atomic(report, std::string(300000, '[') + std::string(300000, ']'));
+  try {
+    post({"github", report, "--dry-run"}, github_env());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), report +
+                                         ": nested deeper than 32 levels; expected the report.json that driftgate "
+                                         "diff --report FILE writes");
+  }
+  std::string huge = test::make_report("pass", {}).dump();
+  huge.insert(1, "\"pad\":\"" + std::string(k_report_max_bytes, 'x') + "\",");
+  write_file_atomic(report, huge);
+  try {
+    post({"github", report, "--dry-run"}, github_env());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(report + ": larger than 32 MiB"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(CmdPostTest, CommentAuthorSkipsGetUser) {
@@ -161,6 +231,8 @@ TEST_F(CmdPostTest, HelpDescribesBothSystems) {
   EXPECT_NE(result.out.find("driftgate post github|gitlab REPORT.json"), std::string::npos);
   EXPECT_NE(result.out.find("--dry-run"), std::string::npos);
   EXPECT_NE(result.out.find("--trend-markdown"), std::string::npos);
+  EXPECT_NE(result.out.find("GET pulls?head=OWNER:BRANCH for a fork"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("no_baseline is never green"), std::string::npos);
 }
 
 }  // namespace

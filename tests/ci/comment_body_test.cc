@@ -221,6 +221,37 @@ TEST(CommentBody, RejectsWhatIsNotAReport) {
   EXPECT_NO_THROW(parse_report(test::make_report("pass", {}).dump(), "r.json"));
 }
 
+// A value nested `depth` levels deep (arrays and objects alternating), with strings
+// full of brackets and escaped quotes that must not count.
+nlohmann::json nested(int depth) {
+  nlohmann::json value = "[{\"]}\\";
+  for (int level = 0; level < depth; ++level) {
+    value = level % 2 == 0 ? nlohmann::json::array({value, "}]["}) : nlohmann::json{{"k{", value}, {"s", "\"["}};
+  }
+  return value;
+}
+
+TEST(CommentBody, NestingDepthIsCountedOutsideStrings) {
+  for (int depth : {0, 1, 2, 5, 31, 32, 33, 200}) {
+    std::string text = nested(depth).dump();
+    EXPECT_EQ(json_nesting_depth(text, 1000), depth) << text.substr(0, 200);
+    EXPECT_EQ(json_nesting_depth(text, 10), std::min(depth, 11)) << "stops one past the limit";
+  }
+  nlohmann::json report = test::make_report("pass", {});
+  report["notes"] = nlohmann::json::array({nested(31 - 1)});  // the report object and "notes" add 2
+  EXPECT_NO_THROW(parse_report(report.dump(), "r.json")) << json_nesting_depth(report.dump(), 100);
+  report["notes"] = nlohmann::json::array({nested(32 - 1)});
+  try {
+    parse_report(report.dump(), "r.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "r.json: nested deeper than 32 levels; expected the report.json that driftgate diff --report FILE "
+              "writes");
+  }
+  EXPECT_THROW(parse_report(std::string(300000, '{') + std::string(300000, '}'), "r.json"), Error);
+}
+
 TEST(CommentBody, ArtifactUrlMustBePlainHttp) {
   EXPECT_THROW(render_comment_body(make_report("pass", {}), BodyOptions{"", "", "javascript:alert(1)"}), Error);
   EXPECT_THROW(render_comment_body(make_report("pass", {}), BodyOptions{"", "", "https://x/a) [y](z"}), Error);

@@ -95,9 +95,15 @@ void FakeGithubServer::add_comment(int pr, long long author_id, const std::strin
 }
 
 void FakeGithubServer::add_pull(int number, const std::string& state, const std::string& head_sha,
-                                const std::string& base_repo) {
+                                const std::string& base_repo, const std::string& head_repo,
+                                const std::string& head_ref) {
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_pulls.push_back(Json{{"number", number}, {"state", state}, {"head_sha", head_sha}, {"base_repo", base_repo}});
+  m_pulls.push_back(Json{{"number", number},
+                         {"state", state},
+                         {"head_sha", head_sha},
+                         {"base_repo", base_repo},
+                         {"head_repo", head_repo.empty() ? base_repo : head_repo},
+                         {"head_ref", head_ref}});
 }
 
 void FakeGithubServer::fail_next(const std::string& match, int status, httplib::Headers headers,
@@ -177,6 +183,15 @@ Json FakeGithubServer::pull_json(const Json& pull) const {
   result["number"] = pull["number"];
   result["state"] = pull["state"];
   result["head"]["sha"] = pull["head_sha"];
+  std::string head_repo = pull["head_repo"];
+  std::string head_owner = head_repo.substr(0, head_repo.find('/'));
+  result["head"]["ref"] = pull["head_ref"];
+  result["head"]["label"] = head_owner + ":" + pull["head_ref"].get<std::string>();
+  result["head"]["repo"]["full_name"] = head_repo;
+  result["head"]["repo"]["name"] = head_repo.substr(head_repo.find('/') + 1);
+  result["head"]["repo"]["owner"]["login"] = head_owner;
+  result["head"]["repo"]["fork"] = head_repo != pull["base_repo"];
+  result["head"]["user"]["login"] = head_owner;
   result["base"]["repo"]["full_name"] = pull["base_repo"];
   // Webhook payloads omit this field of the REST shape; null is its documented "not enabled".
   result["auto_merge"] = nullptr;
@@ -243,6 +258,7 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
   static const std::regex k_comment(R"(/repos/([^/]+/[^/]+)/issues/comments/(\d+))");
   static const std::regex k_status(R"(/repos/([^/]+/[^/]+)/statuses/([0-9a-f]{40}))");
   static const std::regex k_check_runs(R"(/repos/([^/]+/[^/]+)/check-runs)");
+  static const std::regex k_pulls(R"(/repos/([^/]+/[^/]+)/pulls)");
   static const std::regex k_pull(R"(/repos/([^/]+/[^/]+)/pulls/(\d+))");
   static const std::regex k_commit_pulls(R"(/repos/([^/]+/[^/]+)/commits/([0-9a-f]{40})/pulls)");
   std::smatch match;
@@ -358,10 +374,31 @@ void FakeGithubServer::serve(const httplib::Request& request, httplib::Response&
       }
     }
     not_found();
+  } else if (request.method == "GET" && std::regex_match(path, match, k_pulls) && match[1] == m_repo) {
+    // List pull requests: state (open, closed, all; default open), head (USER:BRANCH or
+    // ORG:BRANCH), base (a branch: every pull here targets "main"), per_page (default 30), page.
+    std::string state = request.has_param("state") ? request.get_param_value("state") : "open";
+    std::string head = request.get_param_value("head");
+    int per_page = request.has_param("per_page") ? std::stoi(request.get_param_value("per_page")) : 30;
+    int page = request.has_param("page") ? std::stoi(request.get_param_value("page")) : 1;
+    std::vector<Json> matching;
+    for (const auto& pull : m_pulls) {
+      Json shown = pull_json(pull);
+      if ((state == "all" || pull["state"] == state) && (head.empty() || shown["head"]["label"] == head)) {
+        matching.push_back(shown);
+      }
+    }
+    Json items = Json::array();
+    for (size_t i = (page - 1) * per_page; i < matching.size() && i < static_cast<size_t>(page * per_page); ++i) {
+      items.push_back(matching[i]);
+    }
+    reply(response, 200, items);
   } else if (request.method == "GET" && std::regex_match(path, match, k_commit_pulls) && match[1] == m_repo) {
+    // A commit that exists only in a fork has no association in the base repository:
+    // GitHub answers [] (see the header), so only same-repository pulls are listed.
     Json items = Json::array();
     for (const auto& pull : m_pulls) {
-      if (pull["head_sha"] == match[2].str()) {
+      if (pull["head_sha"] == match[2].str() && pull["head_repo"] == m_repo) {
         items.push_back(pull_json(pull));
       }
     }

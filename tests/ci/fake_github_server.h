@@ -16,6 +16,15 @@
 // "Resource not accessible by integration", as GitHub does, and what it writes is
 // authored by github-actions[bot]. A personal token's user is served by GET /user,
 // and GitHub refuses it check runs.
+//
+// Pull requests from forks are served as GitHub serves them: GET
+// /repos/{base}/commits/{sha}/pulls answers [] for a commit that exists only in the
+// fork (the commit is not an object of the base repository), while GET
+// /repos/{base}/pulls?head=OWNER:BRANCH lists the fork's PR. Seen on github.com and
+// reported in public trackers: TooTallNate/nx.js#410 ("GET /repos/TooTallNate/nx.js/
+// commits/f638034.../pulls -> []"), retransmission/retransmission#280, nerva-project/
+// nerva#79, google/go-github#2241 ("only works with open PRs from different branches
+// in the same repo, not from forks").
 #pragma once
 
 #include <httplib.h>
@@ -59,7 +68,10 @@ class FakeGithubServer {
   void add_own_comment(int pr, const std::string& body);
   // A comment by someone else.
   void add_comment(int pr, long long author_id, const std::string& login, const std::string& body);
-  void add_pull(int number, const std::string& state, const std::string& head_sha, const std::string& base_repo);
+  // A pull request into `base_repo` from `head_repo`:`head_ref` ("" head_repo: base_repo, a
+  // same-repository branch; another repository: a fork).
+  void add_pull(int number, const std::string& state, const std::string& head_sha, const std::string& base_repo,
+                const std::string& head_repo = "", const std::string& head_ref = "feature");
 
   // The next `times` requests whose "METHOD path" contains `match` get this answer
   // instead of being served.

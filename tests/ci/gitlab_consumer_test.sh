@@ -3,9 +3,10 @@
 # (shell executor) against the fake GitLab, with the real runner and a tiny model:
 #   1. on main, driftgate-baseline runs the experiments, commits the baseline with
 #      "[skip ci]", pushes it (to a local bare remote) and writes the trend report;
-#   2. an MR that changes no model: driftgate-gate passes and posts the sticky note;
-#   3. an MR whose model regressed: driftgate-gate fails, the same note is updated
-#      (exactly one note on the MR), and the commit status says failed.
+#   2. an MR that changes no model: driftgate-gate passes, driftgate-post (no checkout,
+#      the gate's artifacts) posts the sticky note;
+#   3. an MR whose model regressed: driftgate-gate fails, driftgate-post updates the same
+#      note (exactly one note on the MR), and the commit status says failed.
 # Exit 77 (skipped) without the runner (a -DDRIFTGATE_WITH_TORCH=OFF build),
 # gitlab-ci-local or rsync.
 # Usage: gitlab_consumer_test.sh DRIFTGATE FAKE_GITLAB TEMPLATE EXPORT_MODELS_PY
@@ -45,11 +46,11 @@ url=$(cat "$work/url")
 
 # The consumer: a model, a driftgate config, and the two CI lines that include the template.
 project="$work/consumer"
-mkdir -p "$project/ci" "$project/models" "$project/configs"
+mkdir -p "$project/templates" "$project/models" "$project/configs"
 cd "$project"
 git init -q -b main .
 git config user.name consumer && git config user.email consumer@example.invalid
-cp "$template" ci/driftgate.gitlab-ci.yml
+cp "$template" templates/driftgate.yml
 cp "$TEST_MODELS/tiny_conv.pt" models/tiny.pt
 cat >configs/tiny.yaml <<'YAML'
 name: tiny
@@ -63,7 +64,7 @@ tolerance: {atol: 1.0e-5, rtol: 0}
 YAML
 cat >.gitlab-ci.yml <<YAML
 include:
-  - local: ci/driftgate.gitlab-ci.yml
+  - local: templates/driftgate.yml
     inputs:
       driftgate: "$driftgate"
       key: linux-cpu
@@ -75,6 +76,7 @@ cat >.gitlab-ci-shell.yml <<'YAML'
 include:
   - local: .gitlab-ci.yml
 driftgate-gate: {image: null}
+driftgate-post: {image: null, needs: []}
 driftgate-baseline: {image: null}
 YAML
 printf 'out/\n.gitlab-ci-local/\n.gitlab-ci-shell.yml\n' >.gitignore
@@ -95,9 +97,9 @@ jobs_of() {  # jobs_of PIPELINE_SOURCE: the jobs the consumer's pipeline has (sc
 }
 [[ "$(jobs_of push)" == "driftgate-baseline " ]] ||
   fail "a push to main should have the job driftgate-baseline only, got '$(jobs_of push)'"
-[[ "$(jobs_of merge_request_event)" == "driftgate-gate " ]] ||
-  fail "a merge request pipeline should have the job driftgate-gate only, got '$(jobs_of merge_request_event)'"
-echo "ok: the consumer's pipeline passes the schema check; push: driftgate-baseline, MR: driftgate-gate"
+[[ "$(jobs_of merge_request_event)" == "driftgate-gate driftgate-post " ]] ||
+  fail "a merge request pipeline should have driftgate-gate and driftgate-post, got '$(jobs_of merge_request_event)'"
+echo "ok: the consumer's pipeline passes the schema check; push: driftgate-baseline, MR: gate and post"
 
 # 1. The default branch: baseline refresh and trend report.
 main_sha=$(git rev-parse HEAD)
@@ -125,7 +127,9 @@ pipeline "$work/log-pass" driftgate-gate "${mr[@]}" "CI_COMMIT_SHA=$(git rev-par
   { cat "$work/log-pass"; fail "the gate failed on an MR that changes no model"; }
 grep -q "driftgate: PASS" "$work/log-pass" && grep -q "Baseline \`" "$work/log-pass" ||
   { cat "$work/log-pass"; fail "the gate did not pass against the stored baseline"; }
-grep -q "created note" "$work/log-pass" || { cat "$work/log-pass"; fail "the passing gate did not post"; }
+pipeline "$work/log-post-pass" driftgate-post "${mr[@]}" "CI_COMMIT_SHA=$(git rev-parse HEAD)" ||
+  { cat "$work/log-post-pass"; fail "the poster failed after a passing gate"; }
+grep -q "created note" "$work/log-post-pass" || { cat "$work/log-post-pass"; fail "the passing gate was not posted"; }
 echo "ok: unchanged MR: gate passed and posted"
 
 # 3. The regression: the first convolution's weights scaled by 1000 (as tests/e2e/gate_test.sh).
@@ -139,7 +143,9 @@ if pipeline "$work/log-fail" driftgate-gate "${mr[@]}" "CI_COMMIT_SHA=$(git rev-
 fi
 grep -q "driftgate: FAIL" "$work/log-fail" && grep -q "driftgate-gate finished in .* FAIL 1" "$work/log-fail" ||
   { cat "$work/log-fail"; fail "the gate did not fail with exit 1 (regression)"; }
-grep -q "updated note" "$work/log-fail" || { cat "$work/log-fail"; fail "the failing gate did not update the note"; }
+pipeline "$work/log-post-fail" driftgate-post "${mr[@]}" "CI_COMMIT_SHA=$(git rev-parse HEAD)" ||
+  { cat "$work/log-post-fail"; fail "the poster failed after a failing gate"; }
+grep -q "updated note" "$work/log-post-fail" || { cat "$work/log-post-fail"; fail "the failing gate's note was not updated"; }
 [[ -s out/junit.xml ]] || fail "no out/junit.xml for the MR widget"
 touch "$work/stop"
 wait "$fake_pid"

@@ -68,6 +68,16 @@ TEST_F(GitlabPostTest, NoteIsCreatedThenUpdatedAndStatusIsPosted) {
   EXPECT_EQ(statuses[1]["state"], "success");
 }
 
+TEST_F(GitlabPostTest, NoBaselineIsNeverGreen) {
+  auto report = make_report("no_baseline", {});
+  report["baseline"] = nullptr;
+  post(report);
+  auto statuses = server.statuses();
+  ASSERT_EQ(statuses.size(), 1U);
+  EXPECT_EQ(statuses[0]["state"], "failed") << "GitLab statuses have no neutral state";
+  EXPECT_EQ(statuses[0]["description"], "driftgate: NO BASELINE - nothing gated");
+}
+
 TEST_F(GitlabPostTest, FollowsXNextPageAndLeavesOthersNotesAlone) {
   std::string marker = "<!-- driftgate-sticky project=314 key=linux-cpu -->";
   server.add_note(9, 5, marker + "\nnot yours");
@@ -151,6 +161,25 @@ TEST_F(GitlabPostTest, TheFakeRejectsWhatGitlabWouldReject) {
         "endpoint driftgate should call"}) {
     EXPECT_NE(found.find(expected), std::string::npos) << expected << " not in " << found;
   }
+}
+
+// GitLab's predefined variables (gitlab-org/gitlab#330964): in a merge request pipeline
+// CI_COMMIT_SHA is the MR head and CI_MERGE_REQUEST_SOURCE_BRANCH_SHA is empty; in a
+// merged-results pipeline CI_COMMIT_SHA is the temporary merge commit and
+// CI_MERGE_REQUEST_SOURCE_BRANCH_SHA the MR head.
+TEST_F(GitlabPostTest, MergedResultsPipelinePostsOnTheMergeRequestHead) {
+  std::map<std::string, std::string> env = {{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"},
+                                            {"CI_PROJECT_ID", "1"},
+                                            {"CI_MERGE_REQUEST_IID", "3"},
+                                            {"DRIFTGATE_GITLAB_TOKEN", "glpat-x"},
+                                            {"CI_COMMIT_SHA", std::string(40, 'c')},
+                                            {"CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", ""}};
+  EXPECT_EQ(resolve_gitlab_target(env, GitlabFlags{}).sha, std::string(40, 'c')) << "merge request pipeline";
+  env["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = std::string(40, 'a');
+  EXPECT_EQ(resolve_gitlab_target(env, GitlabFlags{}).sha, std::string(40, 'a')) << "merged-results pipeline";
+  GitlabFlags flags;
+  flags.sha = std::string(40, 'b');
+  EXPECT_EQ(resolve_gitlab_target(env, flags).sha, std::string(40, 'b')) << "--sha wins";
 }
 
 TEST_F(GitlabPostTest, ContextComesFromVariablesAndSaysWhatIsMissing) {

@@ -22,6 +22,19 @@ TEST(MarkdownEscape, TextCannotMentionLinkOrInjectHtml) {
   EXPECT_EQ(escape_text("a&b \"q\""), "a&amp;b &quot;q&quot;");
 }
 
+// GitHub's extended www autolink turns "www.example.com" into a link without any scheme.
+TEST(MarkdownEscape, WwwTextIsNotAutolinked) {
+  std::string j = k_zero_width_joiner;
+  EXPECT_EQ(escape_text("see www.evil.example now"), "see www" + j + ".evil.example now");
+  EXPECT_EQ(escape_text("WWW.Evil.example"), "WWW" + j + ".Evil.example");
+  EXPECT_EQ(escape_text("wwwwww.x"), "wwwwww" + j + ".x") << "the last www before the dot";
+  EXPECT_EQ(escape_text("www"), "www");
+  EXPECT_EQ(escape_text("www-x.y"), "www\\-x.y");
+  for (const char* text : {"www.a.b", "(www.a.b)", "*www.a.b*", "x www.a.b"}) {
+    EXPECT_EQ(escape_text(text).find("www."), std::string::npos) << text;
+  }
+}
+
 TEST(MarkdownEscape, TruncatesOnUtf8Boundaries) {
   std::string text = "ab\xE2\x86\x92\xE2\x86\x92";  // ab→→ (8 bytes)
   EXPECT_EQ(truncate_utf8(text, 8), text);

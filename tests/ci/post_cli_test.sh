@@ -59,5 +59,12 @@ GITHUB_EVENT_PATH="$work/event.json" "$driftgate" post github "$work/report.json
 check "trend" 0 $?
 contains "trend" "$work/out" "<details><summary>Trend on release</summary>"
 
+# A 600 KB report.json nested 300,000 levels deep: refused with exit 2, no crash, nothing sent.
+python3 -c 'import sys; sys.stdout.write("[" * 300000 + "]" * 300000)' > "$work/deep.json"
+GITHUB_EVENT_PATH="$work/event.json" "$driftgate" post github "$work/deep.json" --dry-run > "$work/out" 2>&1
+check "deep report" 2 $?
+contains "deep report" "$work/out" "$work/deep.json: nested deeper than 32 levels"
+if grep -qF "POST " "$work/out"; then echo "FAIL: deep report: a request was made"; failures=$((failures + 1)); fi
+
 [[ $failures == 0 ]] && echo "post_cli_test: all checks passed"
 exit $((failures > 0))

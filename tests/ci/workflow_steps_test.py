@@ -1,0 +1,464 @@
+"""Runs the shell steps and evaluates the `if:` conditions of driftgate's workflows and
+composite action as GitHub would, on inputs where the old versions went wrong:
+- driftgate.yml's Verdict step reads every verdict of report.json (no_baseline included);
+  its Pages job runs only for a refresh asking for it and publishes trend.html as index.html;
+- driftgate-post.yml posts only for gate runs that concluded success or failure (not
+  action_required, skipped, cancelled, timed_out);
+- action.yml's package cache key changes with tasks/ (compiled into the package);
+  a deb-url download is installed only when its SHA-256 matches deb-sha256; the poster
+  restores the cache but never saves into the default branch's scope;
+- release.yml's SHA256SUMS lists every package with its SHA-256;
+- the reusable workflows check out the driftgate commit the caller's uses: line pins.
+The expression evaluator covers the forms these files use (==, !=, &&, ||, !, contains,
+fromJSON, literals, context paths); an unknown form fails the test instead of guessing.
+Usage: workflow_steps_test.py REPO_ROOT   (exit 1 on any failure)
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+failures = []
+
+
+def check(name, condition, detail=""):
+    if not condition:
+        failures.append(f"FAIL: {name} {detail}")
+
+
+def load(path):
+    with open(path) as f:
+        document = yaml.safe_load(f)
+    if True in document:
+        document["on"] = document.pop(True)
+    return document
+
+
+def step(steps, name):
+    for candidate in steps:
+        if candidate.get("name") == name:
+            return candidate
+    raise SystemExit(f"FAIL: no step named {name!r}")
+
+
+# --- a small evaluator of GitHub expressions -------------------------------------
+TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+)|(?P<op>==|!=|&&|\|\||!|\(|\)|,)|"
+                   r"(?P<word>[A-Za-z_][\w.-]*))")
+
+
+def tokens(text):
+    at, found = 0, []
+    text = text.strip()
+    while at < len(text):
+        match = TOKEN.match(text, at)
+        if not match or match.end() == at:
+            raise ValueError(f"cannot read expression at {text[at:]!r}")
+        kind = match.lastgroup
+        found.append((kind, match.group(kind)))
+        at = match.end()
+    return found
+
+
+def lookup(context, path):
+    value = context
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def evaluate(text, context):
+    items = tokens(text[3:-2] if text.strip().startswith("${{") else text)
+    position = [0]
+
+    def peek():
+        return items[position[0]] if position[0] < len(items) else (None, None)
+
+    def take(expected=None):
+        item = peek()
+        if expected is not None and item[1] != expected:
+            raise ValueError(f"expected {expected!r}, found {item[1]!r} in {text!r}")
+        position[0] += 1
+        return item
+
+    def primary():
+        kind, value = take()
+        if value == "(":
+            result = disjunction()
+            take(")")
+            return result
+        if value == "!":
+            return not truthy(primary())
+        if kind == "str":
+            return value[1:-1].replace("''", "'")
+        if kind == "num":
+            return int(value)
+        if kind == "word" and value in ("true", "false"):
+            return value == "true"
+        if kind == "word" and peek()[1] == "(":
+            take("(")
+            args = [disjunction()]
+            while peek()[1] == ",":
+                take(",")
+                args.append(disjunction())
+            take(")")
+            if value == "fromJSON":
+                return json.loads(args[0])
+            if value == "contains":
+                haystack, needle = args
+                if isinstance(haystack, list):
+                    return needle in haystack
+                return str(needle).lower() in str(haystack).lower()
+            raise ValueError(f"function {value} not supported")
+        if kind == "word":
+            return lookup(context, value)
+        raise ValueError(f"unexpected {value!r} in {text!r}")
+
+    def comparison():
+        left = primary()
+        while peek()[1] in ("==", "!="):
+            op = take()[1]
+            right = primary()
+            equal = (str(left).lower() == str(right).lower()) if isinstance(left, str) and isinstance(right, str) \
+                else left == right
+            left = equal if op == "==" else not equal
+        return left
+
+    def conjunction():
+        left = comparison()
+        while peek()[1] == "&&":
+            take()
+            right = comparison()
+            left = left if not truthy(left) else right
+        return left
+
+    def disjunction():
+        left = conjunction()
+        while peek()[1] == "||":
+            take()
+            right = conjunction()
+            left = left if truthy(left) else right
+        return left
+
+    result = disjunction()
+    if position[0] != len(items):
+        raise ValueError(f"trailing tokens in {text!r}")
+    return truthy(result)
+
+
+def truthy(value):
+    return value not in (None, False, 0, "")
+
+
+def run_step(script, env, cwd):
+    full_env = dict(os.environ)
+    full_env.update(env)
+    return subprocess.run(["bash", "-e", "-c", script], env=full_env, cwd=cwd, capture_output=True, text=True)
+
+
+def outputs(path):
+    found = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if "=" in line:
+                key, value = line.rstrip("\n").split("=", 1)
+                found[key] = value
+    return found
+
+
+def main():
+    root = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="driftgate-wf-steps.")
+    try:
+        # 1. The Verdict step of driftgate.yml, on each verdict driftgate diff writes.
+        gate = load(os.path.join(root, ".github/workflows/driftgate.yml"))
+        verdict = step(gate["jobs"]["gate"]["steps"], "Verdict")
+        for written in ("pass", "fail", "no_baseline", None):
+            os.makedirs(os.path.join(work, "out"), exist_ok=True)
+            report = os.path.join(work, "out", "report.json")
+            if written is None:
+                if os.path.exists(report):
+                    os.remove(report)
+            else:
+                # As differ/json_report.cc writes it (nlohmann dump, indent 2).
+                with open(report, "w") as f:
+                    json.dump({"schema": 1, "verdict": written, "reason": "", "checks": []}, f, indent=2)
+            out_file = os.path.join(work, "github_output")
+            open(out_file, "w").close()
+            result = run_step(verdict["run"], {"MODE": "gate", "KEY": "k", "GITHUB_OUTPUT": out_file}, work)
+            check("verdict step runs", result.returncode == 0, result.stderr)
+            expected = written or "error"
+            check(f"verdict output for {written}", outputs(out_file).get("verdict") == expected,
+                  f"got {outputs(out_file)}")
+
+        # 1b. GitHub Pages: only a refresh that asks for it publishes, and it publishes trend.html
+        # as the site's index.
+        pages = gate["jobs"]["pages"]
+        for mode, wanted, expected in (("refresh", True, True), ("refresh", False, False), ("gate", True, False)):
+            check(f"pages job for mode {mode}, pages {wanted}",
+                  evaluate(pages["if"], {"inputs": {"mode": mode, "pages": wanted}}) == expected, pages["if"])
+        site = os.path.join(work, "site")
+        os.makedirs(site)
+        with open(os.path.join(site, "trend.html"), "w") as f:
+            f.write("<html>trend</html>")
+        index_step = step(pages["steps"], "The trend report is the index")
+        result = run_step(index_step["run"], {}, work)
+        check("trend.html becomes index.html", result.returncode == 0 and
+              open(os.path.join(site, "index.html")).read() == "<html>trend</html>", result.stderr)
+        os.remove(os.path.join(site, "trend.html"))
+        check("no trend.html: nothing published", run_step(index_step["run"], {}, work).returncode != 0)
+
+        # 2. The poster runs for gate runs that ran to the end, and only for pull requests.
+        post = load(os.path.join(root, ".github/workflows/driftgate-post.yml"))
+        condition = post["jobs"]["post"]["if"]
+        for conclusion, expected in (("success", True), ("failure", True), ("action_required", False),
+                                     ("skipped", False), ("cancelled", False), ("timed_out", False),
+                                     ("neutral", False), ("stale", False), (None, False)):
+            context = {"github": {"event_name": "workflow_run",
+                                  "event": {"workflow_run": {"event": "pull_request", "conclusion": conclusion}}}}
+            check(f"poster for a {conclusion} gate run", evaluate(condition, context) == expected, condition)
+        context = {"github": {"event_name": "workflow_run",
+                              "event": {"workflow_run": {"event": "push", "conclusion": "success"}}}}
+        check("poster for a push run", not evaluate(condition, context), condition)
+
+        # 3. The poster restores the package but never saves it: a workflow_run job writes
+        # the default branch's cache scope, which every pull request reads.
+        install = [s for s in post["jobs"]["post"]["steps"] if s.get("uses") == "./.driftgate-src"]
+        check("poster installs with the action", len(install) == 1)
+        action = load(os.path.join(root, "action.yml"))
+        steps = action["runs"]["steps"]
+        inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+        for s in install:
+            inputs.update({k: str(v) for k, v in (s.get("with") or {}).items()})
+        inputs["install"] = "source"  # the caller's choice; only a source build has anything to save
+        saves = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache")
+                 and "/restore@" not in s["uses"]]
+        check("the action saves through actions/cache/save only", all("/save@" in s["uses"] for s in saves),
+              str([s["uses"] for s in saves]))
+        for s in saves:
+            ctx = {"inputs": inputs, "steps": {"cache": {"outputs": {"cache-hit": "false"}}}}
+            check("the poster's cache miss saves nothing", not evaluate(s["if"], ctx), s["if"])
+            ctx["inputs"] = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+            check("install: release builds nothing, so saves nothing", not evaluate(s["if"], ctx), s["if"])
+            ctx["inputs"]["install"] = "source"
+            check("a gate job's cache miss saves the package", evaluate(s["if"], ctx), s["if"])
+
+        # 4. The cache key covers tasks/ (compiled into the package).
+        key_step = step(steps, "Compute the package's cache key")
+        source = os.path.join(work, "source")
+        os.makedirs(source)
+        for part in ("CMakeLists.txt", "cmake", "core", "differ", "ci", "runner", "app", "tasks", "tools"):
+            src = os.path.join(root, part)
+            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(source, part))
+
+        def cache_key():
+            out_file = os.path.join(work, "key_output")
+            open(out_file, "w").close()
+            result = run_step(key_step["run"], {"TORCH": "false", "LIBTORCH": "debian", "INSTALL": "source", "SOURCE": source,
+                                                "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work}, work)
+            check("key step runs", result.returncode == 0, result.stderr)
+            return outputs(out_file).get("key")
+
+        before = cache_key()
+        task_files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(source, "tasks")) for f in fs)
+        with open(task_files[0], "a") as f:
+            f.write("\n// changed\n")
+        check("a change under tasks/ changes the cache key", cache_key() != before, before)
+
+        # 5. A deb-url download is installed only with a matching deb-sha256.
+        download = step(steps, "Download the package")
+        deb = os.path.join(work, "driftgate_0.0.0_amd64.deb")
+        with open(deb, "wb") as f:
+            f.write(b"!<arch>\nnot really a package\n")
+        digest = hashlib.sha256(open(deb, "rb").read()).hexdigest()
+        for given, ok in ((digest, True), ("0" * 64, False), ("", False), (digest.upper(), False)):
+            out = os.path.join(work, f"deb-{given[:4] or 'none'}")
+            result = run_step(download["run"], {"URL": "file://" + deb, "SHA256": given, "OUT": out}, work)
+            installed = os.path.exists(os.path.join(out, "driftgate.deb"))
+            check(f"deb-sha256 {given[:8] or '(none)'}", (result.returncode == 0) == ok and installed == ok,
+                  f"exit {result.returncode}, installed {installed}: {result.stdout}{result.stderr}")
+            if not ok:
+                check("a refused download leaves no file", not os.path.exists(os.path.join(out, "download.part")))
+
+        # 6. install: release (the default) downloads the release's .deb and installs it only
+        # when it matches the release's SHA256SUMS.
+        fetch = step(steps, "Download the release's package")
+        defaults = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+        check("the release is the default install", evaluate(fetch["if"], {"inputs": defaults}), fetch["if"])
+        for name in ("Restore the package", "Build the package (cache miss only)"):
+            check(f"install: release skips '{name}'",
+                  not evaluate(step(steps, name)["if"], {"inputs": defaults, "steps": {"cache": {"outputs": {}}}}))
+        mirror = os.path.join(work, "mirror")
+        os.makedirs(os.path.join(mirror, "v9.9.9"))
+        package = b"!<arch>\nthe notorch package\n"
+        file = "driftgate-notorch_9.9.9_debian12_amd64.deb"
+        with open(os.path.join(mirror, "v9.9.9", file), "wb") as f:
+            f.write(package)
+        for listed, ok in ((hashlib.sha256(package).hexdigest(), True), ("1" * 64, False), (None, False)):
+            with open(os.path.join(mirror, "v9.9.9", "SHA256SUMS"), "w") as f:
+                f.write(f"{'2' * 64}  driftgate_9.9.9_debian12_amd64.deb\n")
+                if listed:
+                    f.write(f"{listed}  {file}\n")
+            out = os.path.join(work, f"release-{str(listed)[:4]}")
+            result = run_step(fetch["run"], {"REPOSITORY": "", "RELEASE_URL": "file://" + mirror, "VERSION": "9.9.9",
+                                             "FILE": file, "OUT": out}, work)
+            installed = os.path.exists(os.path.join(out, file))
+            check(f"release install with SHA256SUMS entry {str(listed)[:8]}",
+                  (result.returncode == 0) == ok and installed == ok,
+                  f"exit {result.returncode}, installed {installed}: {result.stdout}{result.stderr}")
+            if installed:
+                check("the installed file is the release's", open(os.path.join(out, file), "rb").read() == package)
+
+        # 8. The driftgate that runs is the commit the caller pinned: with no driftgate-ref the
+        # plan job reads the calling workflow file (GITHUB_WORKFLOW_REF at GITHUB_WORKFLOW_SHA,
+        # through the contents API) and takes OWNER/NAME and REF from its uses: line. Served
+        # here by a loopback HTTP server that answers like the contents API (raw file).
+        import http.server
+        import threading
+        import re as _re
+        readme = open(os.path.join(root, "README.md")).read()
+        consumer = dict(_re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", readme, _re.S))
+        served = {}
+
+        class Contents(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                path, _, query = self.path.partition("?")
+                body = served.get(path)
+                ok = body is not None and self.headers.get("Authorization") == "Bearer t0ken" and \
+                    query == "ref=" + "c" * 40
+                self.send_response(200 if ok else 404)
+                self.end_headers()
+                self.wfile.write((body if ok else '{"message":"Not Found"}').encode())
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Contents)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            api = f"http://127.0.0.1:{server.server_port}"
+            for workflow, called, caller_file in ((gate, "driftgate.yml", ".github/workflows/drift-gate.yml"),
+                                                  (post, "driftgate-post.yml", ".github/workflows/drift-post.yml")):
+                first_job = "plan"
+                pinned = step(workflow["jobs"][first_job]["steps"], "The driftgate the caller pinned")
+                served.clear()
+                served[f"/repos/octo/app/contents/{caller_file}"] = consumer[caller_file]
+
+                def resolve(ref="", repository="", path=caller_file):
+                    out_file = os.path.join(work, "pinned_output")
+                    open(out_file, "w").close()
+                    env = {"REPOSITORY": repository, "REF": ref, "CALLED": pinned["env"]["CALLED"],
+                           "TOKEN": "t0ken", "GITHUB_OUTPUT": out_file, "GITHUB_API_URL": api,
+                           "GITHUB_REPOSITORY": "octo/app", "GITHUB_WORKFLOW_SHA": "c" * 40,
+                           "GITHUB_WORKFLOW_REF": f"octo/app/{path}@refs/heads/main"}
+                    result = run_step(pinned["run"], env, work)
+                    return result.returncode, outputs(out_file), result.stdout + result.stderr
+
+                check(f"{called}: the resolver looks for calls of {called}", pinned["env"]["CALLED"] == called)
+                code, found, log = resolve()
+                check(f"{called}: the README's pinned commit is what runs",
+                      code == 0 and found == {"repository": "driftgate/driftgate",
+                                              "ref": "0123456789abcdef0123456789abcdef01234567"}, f"{found} {log}")
+                code, found, log = resolve(ref="v9", repository="mirror/driftgate")
+                check(f"{called}: an explicit driftgate-ref wins",
+                      code == 0 and found == {"repository": "mirror/driftgate", "ref": "v9"}, f"{found} {log}")
+                served[f"/repos/octo/app/contents/{caller_file}"] = consumer[caller_file] + \
+                    consumer[caller_file].replace("0123456789abcdef", "fedcba9876543210")
+                code, found, log = resolve()
+                check(f"{called}: two different pins are refused", code == 2 and "cannot tell which driftgate" in log,
+                      log)
+                code, found, log = resolve(path=".github/workflows/missing.yml")
+                check(f"{called}: an unreadable caller is refused", code == 2 and "pass driftgate-ref" in log, log)
+        finally:
+            server.shutdown()
+
+        # 9. The GitLab component installs the release's .deb by default (driftgate not installed,
+        # no deb_url), checked against the release's SHA256SUMS; the poster takes driftgate-notorch.
+        # apt-get is a stand-in here that records what it was asked to install.
+        class Loader(yaml.SafeLoader):
+            pass
+        Loader.add_constructor("!reference", lambda loader, node: loader.construct_sequence(node))
+        text = open(os.path.join(root, "templates/driftgate.yml")).read()
+        spec = yaml.safe_load(text.split("\n---\n")[0])["spec"]["inputs"]
+        text = re.sub(r"\$\[\[ inputs\.(\w+) \]\]", lambda m: str(spec[m.group(1)]["default"]), text)
+        component = list(yaml.load_all(text, Loader=Loader))[1]
+        install_script = component[".driftgate-install"]["script"][0]
+        check("the gate installs driftgate", component[".driftgate-variables"]["variables"]["DRIFTGATE_PACKAGE"] ==
+              "driftgate")
+        check("the poster installs driftgate-notorch",
+              component["driftgate-post"]["variables"]["DRIFTGATE_PACKAGE"] == "driftgate-notorch")
+        bin_dir = os.path.join(work, "gl-bin")
+        os.makedirs(bin_dir)
+        with open(os.path.join(bin_dir, "apt-get"), "w") as f:
+            f.write('#!/bin/sh\necho "$*" >> "$APT_LOG"\n'
+                    'case "$*" in *install*.deb*) printf \'#!/bin/sh\\necho stub 9.9.9\\n\' > "$STUB"; '
+                    'chmod +x "$STUB";; esac\n')
+        os.chmod(os.path.join(bin_dir, "apt-get"), 0o755)
+        gl_mirror = os.path.join(work, "gl-mirror")
+        os.makedirs(os.path.join(gl_mirror, "v9.9.9"))
+        gl_file = "driftgate-notorch_9.9.9_debian12_amd64.deb"
+        with open(os.path.join(gl_mirror, "v9.9.9", gl_file), "wb") as f:
+            f.write(package)
+        for case, listed, command, ok, downloads in (
+                ("release", hashlib.sha256(package).hexdigest(), "dg-stub", True, True),
+                ("tampered", "3" * 64, "dg-stub", False, True),
+                ("installed", "3" * 64, "bash", True, False)):
+            with open(os.path.join(gl_mirror, "v9.9.9", "SHA256SUMS"), "w") as f:
+                f.write(f"{listed}  {gl_file}\n")
+            job_dir = os.path.join(work, f"gl-{case}")
+            os.makedirs(job_dir)
+            apt_log = os.path.join(job_dir, "apt.log")
+            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "",
+                   "DRIFTGATE_RELEASE_URL": "file://" + gl_mirror, "DRIFTGATE_VERSION": "9.9.9",
+                   "DRIFTGATE_PACKAGE": "driftgate-notorch", "APT_LOG": apt_log,
+                   "STUB": os.path.join(bin_dir, "dg-stub"), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+            if os.path.exists(env["STUB"]):
+                os.remove(env["STUB"])
+            result = run_step(install_script, env, job_dir)
+            log = open(apt_log).read() if os.path.exists(apt_log) else ""
+            cached = os.path.join(job_dir, ".driftgate-cache", "release-v9.9.9-" + gl_file)
+            check(f"GitLab install, {case}: exit", (result.returncode == 0) == ok,
+                  f"exit {result.returncode}: {result.stdout}{result.stderr}")
+            check(f"GitLab install, {case}: apt-get install of the release's .deb",
+                  (f"./.driftgate-cache/release-v9.9.9-{gl_file}" in log) == (ok and downloads), log)
+            check(f"GitLab install, {case}: the cached .deb is the release's",
+                  (os.path.exists(cached) and open(cached, "rb").read() == package) == (ok and downloads))
+
+        # 7. The release's SHA256SUMS lists every package with its SHA-256 (checked here with
+        # hashlib), in the format sha256sum -c and the install steps read.
+        release = load(os.path.join(root, ".github/workflows/release.yml"))
+        sums_step = step(release["jobs"]["release"]["steps"], "SHA-256 sums")
+        dist = os.path.join(work, "dist")
+        os.makedirs(dist)
+        packages = {"driftgate_9.9.9_debian12_amd64.deb": b"torch package",
+                    "driftgate-notorch_9.9.9_debian12_amd64.deb": b"notorch package"}
+        for name, content in packages.items():
+            with open(os.path.join(dist, name), "wb") as f:
+                f.write(content)
+        check("the sums step runs in dist/", sums_step.get("working-directory") == "dist")
+        result = run_step(sums_step["run"], {}, dist)
+        check("release sums step runs", result.returncode == 0, result.stderr)
+        listed = {}
+        for line in open(os.path.join(dist, "SHA256SUMS")):
+            digest, name = line.rstrip("\n").split("  ", 1)
+            listed[name] = digest
+        check("SHA256SUMS lists every package with its SHA-256",
+              listed == {n: hashlib.sha256(c).hexdigest() for n, c in packages.items()}, str(listed))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for failure in failures:
+        print(failure)
+    print(f"workflow steps: {len(failures)} failures")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
