@@ -111,8 +111,12 @@ TEST_F(RefreshTest, AcceptTakesOnlySelectedChecksAndLogsWhoWhenWhy) {
       << shown.out;
   EXPECT_EQ(command(cmd_baseline, {"show"}).out, shown.out);  // HEAD is c2
   Invocation listed = command(cmd_baseline, {"list"});
-  EXPECT_EQ(listed.out, key + ": 2 baselines\n  " + std::min(c1, c2) + (c1 < c2 ? "" : " (2 accepted)") + "\n  " +
-                            std::max(c1, c2) + (c1 < c2 ? " (2 accepted)" : "") + "\n");
+  // Newest first (HEAD's first parents), each with its commit's date and subject.
+  std::string dates = repo.git("log --format=%cd --date=format:'%Y-%m-%d %H:%M %z' -2 HEAD");
+  std::string c2_date = dates.substr(0, dates.find('\n'));
+  std::string c1_date = dates.substr(dates.find('\n') + 1);
+  EXPECT_EQ(listed.out,
+            key + ": 2 baselines\n  " + c2 + " (2 accepted)  " + c2_date + "  c2\n  " + c1 + "  " + c1_date + "  c1\n");
 }
 
 TEST_F(RefreshTest, AcceptRefusesWithoutReasonOrMatchAndWritesNothing) {

@@ -111,7 +111,8 @@ TEST(BaselineStore, AtomicWritesLeaveNoTemporaryFiles) {
   }
   std::string key = make_environment().key();
   EXPECT_EQ(test::files_under(dir / "baselines"),
-            (std::vector<std::string>{".lock", key + "/" + k_sha + ".jsonl", key + "/" + k_other_sha + ".jsonl"}));
+            (std::vector<std::string>{".gitignore", ".lock", key + "/" + k_sha + ".jsonl",
+                                      key + "/" + k_other_sha + ".jsonl"}));
 }
 
 // Two writers replace the same baseline with different contents while a reader
@@ -168,7 +169,9 @@ TEST(BaselineStore, ConcurrentSavesNeverTearAFile) {
   std::optional<RunFile> last = DirectoryStore(dir / "baselines").load(key, k_sha);
   ASSERT_TRUE(last.has_value());
   EXPECT_TRUE(last->checks.size() == 300 || last->checks.size() == 299);
-  EXPECT_EQ(test::files_under(dir / "baselines"), (std::vector<std::string>{".lock", key + "/" + k_sha + ".jsonl"}));
+  EXPECT_EQ(test::files_under(dir / "baselines"),
+            (std::vector<std::string>{".gitignore", ".lock", key + "/" + k_sha + ".jsonl"}));
+  EXPECT_EQ(read_file(dir / "baselines/.gitignore"), "# driftgate's lock file for concurrent writers\n.lock\n");
 }
 
 TEST(BaselineStore, NamesThatCouldEscapeTheDirectoryAreRejected) {

@@ -391,7 +391,7 @@ TEST(Diff, MergeInIdOrderAgreesWithHashAndSortOnRandomRuns) {
     for (const auto& check : after) {
       auto it = was.find(check.id);
       if (it == was.end()) {
-        expected.emplace_back(DiffClass::k_new, check.id);
+        expected.emplace_back(is_failure(check.status) ? DiffClass::k_new_failure : DiffClass::k_new, check.id);
         continue;
       }
       RunFile one_before = make_run(k_sha, make_environment(), {*it->second});

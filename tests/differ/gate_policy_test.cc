@@ -34,9 +34,10 @@ CheckDiff check_diff(const std::string& id, const std::string& experiment, DiffC
   return check;
 }
 
-TEST(GatePolicy, TheDefaultGatesRegressedCrashedMissing) {
+TEST(GatePolicy, TheDefaultGatesRegressedCrashedMissingGrownAndNewFailures) {
   GatePolicy policy = parse_gate_policy("", "policy.yaml", k_today);
-  EXPECT_EQ(policy.gated, (std::set<DiffClass>{DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing}));
+  EXPECT_EQ(policy.gated, (std::set<DiffClass>{DiffClass::k_regressed, DiffClass::k_crashed, DiffClass::k_missing,
+                                               DiffClass::k_failure_grew, DiffClass::k_new_failure}));
   EXPECT_EQ(describe_policy(policy),
             std::vector<std::string>{"(default) gate: [regressed, crashed, missing, failure_grew, new_failure]"});
 }

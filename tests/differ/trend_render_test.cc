@@ -62,7 +62,7 @@ TEST(TrendHtmlTest, IsOneSelfContainedPageWithEscapedText) {
   std::string html = render_trend_html(sample_trend(), TrendHtmlOptions{});
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
-  EXPECT_EQ(count(html, "<svg"), 3u);  // pass rate, max error, sweep
+  EXPECT_EQ(count(html, "<svg"), 4u);  // pass rate, max error, relative error, sweep
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_NE(html.find("fix &lt;script&gt;alert(1)&lt;/script&gt; | pipe"), std::string::npos);
   EXPECT_NE(html.find("m/&lt;in&gt;/cpu_fp32~frozen/out"), std::string::npos);
@@ -130,7 +130,7 @@ TEST(TrendHtmlTest, DrawsPerLayerCurvesWhenProfilesExist) {
        {{"conv1", 1e-7, 1e-8, 0.0, true}, {"layer1.0.bn<1>", 1e-5, 0.0, 0.0, true}, {"fc", 1e-3, 2e-7, 0.0, true}},
        ""});
   std::string html = render_trend_html(trend, TrendHtmlOptions{});
-  EXPECT_EQ(count(html, "<svg"), 4u);
+  EXPECT_EQ(count(html, "<svg"), 5u);  // the four above and the per-layer curves
   EXPECT_EQ(html.find("no per-layer curves to draw"), std::string::npos);
   EXPECT_NE(html.find("layer1.0.bn&lt;1&gt;: error 1e-05"), std::string::npos);
   EXPECT_NE(html.find("fc: noise floor 2e-07"), std::string::npos);
