@@ -9,7 +9,8 @@
 // itself (`baseline accept` for the run's commit or a first parent above the
 // start, with an acceptance log) is the refresh the user asked for, so it wins,
 // with a note. Finding none is a neutral outcome with a reason; comparing
-// across environments happens only when asked (allow_env_mismatch) and is marked.
+// across environments happens only when asked (allow_env_mismatch, or against_env naming the
+// environment to compare with: what an upgrade changes) and is marked.
 #pragma once
 
 #include <optional>
@@ -32,6 +33,9 @@ struct SelectionRequest {
   int max_walk = k_default_max_walk;         // commits looked at, the start included
   bool allow_env_mismatch = false;           // fall back to the nearest baseline of another environment
   bool load = true;                          // false: only choose; the caller loads it (diff: as a digest)
+  // Compare with the nearest baseline of exactly this environment key (an upgrade gate: the
+  // run under LibTorch 2.6 against the 1.13 baselines). Wins over allow_env_mismatch.
+  std::optional<std::string> against_env = std::nullopt;
 };
 
 struct BaselineSelection {
