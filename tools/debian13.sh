@@ -19,7 +19,8 @@
 # undone by a trap on every exit path, so nothing stays mounted on the host.
 #
 # Environment: DRIFTGATE_DEBIAN13_ROOT (the cached root), DRIFTGATE_DEBIAN_MIRROR (overrides
-# the mirror read from /etc/apt/sources.list{,.d}).
+# the mirror read from /etc/apt/sources.list{,.d}), DRIFTGATE_DEBIAN13_BINDS (colon-separated
+# absolute host directories also bind-mounted at their own paths).
 set -euo pipefail
 
 root=${DRIFTGATE_DEBIAN13_ROOT:-/var/cache/driftgate/debian13}
@@ -33,7 +34,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 if [[ $# -eq 0 ]]; then
@@ -108,6 +109,13 @@ if [[ ${DRIFTGATE_DEBIAN13_INNER:-} == 1 ]]; then
   if [[ -n $common && -d $common && $common != "$repo"/* ]]; then
     bind "$common" "$root$common"
   fi
+  # Extra host directories a caller needs inside (tests/e2e/upgrade_test.sh: its work directory).
+  IFS=: read -r -a extra <<<"${DRIFTGATE_DEBIAN13_BINDS:-}"
+  for dir in "${extra[@]}"; do
+    [[ -n $dir ]] || continue
+    [[ -d $dir && $dir == /* ]] || die "DRIFTGATE_DEBIAN13_BINDS: '$dir' is not an absolute path to a directory"
+    bind "$dir" "$root$dir"
+  done
   for name in "${twins[@]}"; do
     mkdir -p "$repo/$name-lt26"
     bind "$repo/$name-lt26" "$root$repo/$name"
