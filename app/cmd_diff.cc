@@ -44,22 +44,23 @@ namespace {
 
 // Everything `driftgate diff` was asked to do.
 struct DiffRequest {
-  std::string run_path;               // the run file to judge
-  std::string store = "baselines";    // the baseline store: a directory, or notes:[REF] for git notes
-  std::string store_kind = "dir";     // dir or notes
-  std::string repo = ".";             // a directory inside the git checkout
-  std::optional<std::string> base;    // the target branch; default: the CI's PR/MR base SHA
-  int max_walk = k_default_max_walk;  // first-parent commits searched for a baseline
-  double drift_factor = 10.0;         // growth of max_abs that counts as drift
-  bool allow_env_mismatch = false;    // compare with another environment's baseline when none matches
-  std::string report_path;            // report.json to write ("" = none)
-  std::string markdown_path;          // summary.md to write ("" = none)
-  std::string junit_path;             // JUnit XML to write ("" = none)
-  std::string propose_path;           // the proposal on failure ("" = next to --report, or none)
-  std::string policy_path;            // gate policy YAML ("" = the default policy)
-  std::string today;                  // YYYY-MM-DD for allowlist expiry ("" = today, UTC)
-  std::string format = "auto";        // stdout: auto (text on a terminal, else markdown), text, markdown
-  std::string color = "auto";         // auto (on a terminal), always, never
+  std::string run_path;                    // the run file to judge
+  std::string store = "baselines";         // the baseline store: a directory, or notes:[REF] for git notes
+  std::string store_kind = "dir";          // dir or notes
+  std::string repo = ".";                  // a directory inside the git checkout
+  std::optional<std::string> base;         // the target branch; default: the CI's PR/MR base SHA
+  int max_walk = k_default_max_walk;       // first-parent commits searched for a baseline
+  double drift_factor = 10.0;              // growth of max_abs that counts as drift
+  bool allow_env_mismatch = false;         // compare with another environment's baseline when none matches
+  std::optional<std::string> against_env;  // compare with this environment's baseline (an upgrade gate)
+  std::string report_path;                 // report.json to write ("" = none)
+  std::string markdown_path;               // summary.md to write ("" = none)
+  std::string junit_path;                  // JUnit XML to write ("" = none)
+  std::string propose_path;                // the proposal on failure ("" = next to --report, or none)
+  std::string policy_path;                 // gate policy YAML ("" = the default policy)
+  std::string today;                       // YYYY-MM-DD for allowlist expiry ("" = today, UTC)
+  std::string format = "auto";             // stdout: auto (text on a terminal, else markdown), text, markdown
+  std::string color = "auto";              // auto (on a terminal), always, never
   size_t markdown_budget = k_default_markdown_budget;  // bytes of the markdown summary
   bool quiet = false;                                  // stdout: only the verdict line; stderr: nothing
 };
@@ -70,6 +71,8 @@ const CommandHelp k_help{
     "ancestor of the merge base of the run's commit and --base (the target branch; in GitHub Actions and\n"
     "GitLab merge request pipelines the CI's base SHA is used when --base is not given) that has a baseline\n"
     "for the run's environment key. Without a comparable baseline the result is neutral (exit 0) and says why.\n"
+    "--against-env KEY compares with another environment's baseline instead (the upgrade gate: a run under the\n"
+    "new LibTorch against the old one's baselines), reporting per check what the upgrade changes.\n"
     "Gated classes by default (exit 1): regressed, crashed, missing, failure grew (a check that failed\n"
     "before fails with max_abs grown by more than --drift-factor) and new failure (a check the baseline\n"
     "lacks that fails); --policy FILE changes them, per experiment too, and allowlists known failures until\n"
@@ -116,6 +119,9 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "a passing check's max_abs must grow by more than this factor to count as drift grew")(
       "allow-env-mismatch", po::bool_switch(&request.allow_env_mismatch),
       "when no baseline of this environment exists, compare with the nearest of another (marked in every output)")(
+      "against-env", po::value<std::string>(),
+      "compare with the nearest baseline of environment KEY (16 hex digits, as driftgate env prints): what "
+      "upgrading LibTorch, oneDNN or the compiler changes, per check (marked in every output)")(
       "report", po::value<std::string>(&request.report_path), "write report.json (machine-readable) to FILE")(
       "markdown", po::value<std::string>(&request.markdown_path), "also write the markdown summary to FILE")(
       "junit", po::value<std::string>(&request.junit_path), "write JUnit XML to FILE (one testcase per check)")(
@@ -141,6 +147,9 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
   }
   if (variables.count("base") != 0) {
     request.base = base;
+  }
+  if (variables.count("against-env") != 0) {
+    request.against_env = variables["against-env"].as<std::string>();
   }
   if (request.max_walk < 1) {
     throw Error("driftgate diff: --max-walk " + std::to_string(request.max_walk) +
@@ -291,7 +300,7 @@ int cmd_diff(CommandContext& context) {
       // Chosen here, read below: the baseline's lines that equal the run's are vouched
       // for by the run's digest (read_check_like) instead of being scanned again.
       SelectionRequest selection_request{header.commit.sha,           base, header.environment, request->max_walk,
-                                         request->allow_env_mismatch, false};
+                                         request->allow_env_mismatch, false, request->against_env};
       selection = select_baseline(*repo, *store_owner, selection_request);
     }
   } catch (...) {

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/npy_file.h"
 #include "core/suggest.h"
 #include "core/tolerance.h"
 
@@ -216,7 +217,7 @@ class Reader {
 const std::vector<std::string> k_experiment_keys = {"name",    "model",     "inputs",      "reference",
                                                     "targets", "backends",  "tolerance",   "repeats",
                                                     "oracle",  "timeout_s", "activations", "task"};
-const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random"};
+const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random", "tensor", "shape"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",       "device", "dtype",    "memory_format",     "onednn",
                                                  "threads",    "graph",  "autocast", "optimize_numerics", "tf32",
@@ -238,13 +239,48 @@ InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::s
   reader.expect_map(node, "an input", k_input_keys);
   InputSpec input;
   input.name = reader.name(reader.required(node, "name", "an input"), "input name");
-  const bool has_image = static_cast<bool>(node["image"]);
-  const bool has_random = static_cast<bool>(node["random"]);
-  if (has_image == has_random) {
-    reader.fail(node.Mark(),
-                "input '" + input.name + "' needs exactly one of 'image' (a file) or 'random' (a seeded tensor)");
+  const int kinds = static_cast<int>(static_cast<bool>(node["image"])) +
+                    static_cast<int>(static_cast<bool>(node["random"])) +
+                    static_cast<int>(static_cast<bool>(node["tensor"]));
+  if (kinds != 1) {
+    reader.fail(node.Mark(), "input '" + input.name +
+                                 "' needs exactly one of 'image' (a file), 'random' (a seeded tensor) or 'tensor' "
+                                 "(a NumPy .npy file)");
   }
-  if (has_random) {
+  if (node["shape"] && !node["tensor"]) {
+    reader.fail(node["shape"].Mark(),
+                "'shape' applies to tensor inputs only (a random input's shape goes under 'random')");
+  }
+  if (node["tensor"]) {
+    for (const char* key : {"resize", "mean", "std"}) {
+      if (node[key]) {
+        reader.fail(node[key].Mark(), std::string("'") + key + "' applies to image inputs only");
+      }
+    }
+    input.kind = InputSpec::Kind::k_tensor;
+    const YAML::Node tensor = node["tensor"];
+    input.tensor.path = resolve_path(base_dir, reader.scalar(tensor, "tensor"));
+    require_file(reader, tensor, "tensor file", input.tensor.path, "");
+    try {
+      input.tensor.shape = read_npy_header(input.tensor.path).shape;
+    } catch (const Error& e) {
+      reader.fail(tensor.Mark(), e.what());
+    }
+    if (const YAML::Node shape = node["shape"]) {
+      reader.sequence(shape, "shape", 1);
+      std::vector<int64_t> expected;
+      for (const auto& dim : shape) {
+        expected.push_back(reader.integer(dim, "a shape dimension", 1, 1 << 20));
+      }
+      if (expected != input.tensor.shape) {
+        reader.fail(shape.Mark(), "tensor file '" + tensor.Scalar() + "' has shape " + shape_text(input.tensor.shape) +
+                                      ", the config expects " + shape_text(expected) +
+                                      "; save the array the model takes or fix 'shape'");
+      }
+    }
+    return input;
+  }
+  if (node["random"]) {
     for (const char* key : {"resize", "mean", "std"}) {
       if (node[key]) {
         reader.fail(node[key].Mark(), std::string("'") + key + "' applies to image inputs only");
@@ -363,8 +399,10 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
   return spec;
 }
 
+// `what` is a C string: GCC 14's -Wdangling-reference flags a returned reference when an
+// argument is a temporary std::string, although the result refers into `known` only.
 const BackendSpec& find_backend(const Reader& reader, const YAML::Node& node, const std::vector<BackendSpec>& known,
-                                const std::string& what) {
+                                const char* what) {
   std::string name = reader.scalar(node, what);
   std::vector<std::string> names;
   for (const auto& spec : known) {

@@ -95,13 +95,20 @@ struct RandomInput {
   Distribution distribution = Distribution::k_normal;
 };
 
+// A saved tensor: a NumPy .npy file of float32 in C order (core/npy_file.h), fed as it is.
+struct TensorInput {
+  std::string path;            // resolved relative to the config file's directory
+  std::vector<int64_t> shape;  // the file's, read and checked when the config is loaded
+};
+
 // One sample fed to forward() as its single argument, batch dimension included.
 struct InputSpec {
-  enum class Kind { k_image, k_random };
+  enum class Kind { k_image, k_random, k_tensor };
   std::string name;
   Kind kind = Kind::k_random;
   ImageInput image;
   RandomInput random;
+  TensorInput tensor;
 };
 
 struct Experiment {

@@ -217,7 +217,8 @@ BaselineProposal read_baseline_proposal(const std::string& path) {
   if (!is_env_key(proposal.env_key) || !is_commit_sha(proposal.base_sha) || !is_commit_sha(proposal.run_sha)) {
     refuse(where(), "env_key must be 16 hex digits and base_sha, run_sha 40");
   }
-  const Json& globs = member(head, "globs", where());
+  const std::string globs_where = where();  // named: GCC 14's -Wdangling-reference flags a temporary argument
+  const Json& globs = member(head, "globs", globs_where);
   if (!globs.is_array() || !std::all_of(globs.begin(), globs.end(), [](const Json& g) { return g.is_string(); })) {
     refuse(where(), "'globs' must be a list of strings");
   }

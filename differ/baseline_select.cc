@@ -157,6 +157,33 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
   selection.notes = start.notes;
   std::vector<std::string> walk = repo.first_parent_walk(start.sha, request.max_walk);
   std::string own = request.environment.key();
+  if (request.against_env && *request.against_env != own) {
+    const std::string& wanted = *request.against_env;
+    if (!is_env_key(wanted)) {
+      throw Error("--against-env '" + wanted +
+                  "': an environment key is 16 hex digits (driftgate env prints it; "
+                  "the store's directories are named by it)");
+    }
+    auto [hit, other] = nearest_hits(store, walk, wanted);
+    (void)other;
+    if (!hit) {
+      std::vector<std::string> keys = store.env_keys();
+      std::string listed;
+      for (const auto& key : keys) {
+        listed += (listed.empty() ? "" : ", ") + key;
+      }
+      selection.reason = "no baseline of environment " + wanted + " within " + std::to_string(walk.size()) +
+                         " first-parent commits of " + short_sha(start.sha) +
+                         " (the store has: " + (listed.empty() ? std::string("none") : listed) + ")";
+      return selection;
+    }
+    std::optional<RunFile> other_run = store.load(hit->env_key, hit->sha);
+    take(selection, store, *hit, request.load);
+    selection.env_mismatch = true;
+    selection.env_changes =
+        other_run ? describe_changes(diff_environments(other_run->header.environment, request.environment)) : "";
+    return selection;
+  }
   if (std::optional<Hit> accepted =
           accepted_on_branch(repo, store, request.head_sha, start.sha, own, request.max_walk)) {
     take(selection, store, *accepted, request.load);

@@ -12,8 +12,9 @@
 // merge commit met before any baseline of its own brings in the newest baseline
 // accepted on the branch it merged (its second parent's first parents, down to where
 // they meet the first parent), with a note; plain `baseline update` baselines on a
-// merged branch do not count, only accepted ones. Finding none is a neutral outcome with a reason; comparing
-// across environments happens only when asked (allow_env_mismatch) and is marked.
+// merged branch do not count, only accepted ones. Finding none is a neutral outcome with a reason;
+// comparing across environments happens only when asked (allow_env_mismatch, or against_env naming
+// the environment to compare with: what an upgrade changes) and is marked.
 #pragma once
 
 #include <optional>
@@ -36,6 +37,9 @@ struct SelectionRequest {
   int max_walk = k_default_max_walk;         // commits looked at, the start included
   bool allow_env_mismatch = false;           // fall back to the nearest baseline of another environment
   bool load = true;                          // false: only choose; the caller loads it (diff: as a digest)
+  // Compare with the nearest baseline of exactly this environment key (an upgrade gate: the
+  // run under LibTorch 2.6 against the 1.13 baselines). Wins over allow_env_mismatch.
+  std::optional<std::string> against_env = std::nullopt;
 };
 
 struct BaselineSelection {

@@ -3,7 +3,6 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
-#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -19,6 +18,7 @@
 #include "core/error.h"
 #include "runner/blas_threads.h"
 #include "runner/inputs.h"
+#include "runner/torch_compat.h"
 #include "runner/torchvision_ops.h"
 
 // Exported by libtorch_cpu (torch/csrc/jit/codegen/fuser/interface.h), whose header
@@ -75,17 +75,17 @@ class AutocastGuard {
  public:
   AutocastGuard(bool enabled, at::ScalarType dtype)
       : m_enabled(enabled),
-        m_was_enabled(at::autocast::is_cpu_enabled()),
-        m_dtype(at::autocast::get_autocast_cpu_dtype()) {
+        m_was_enabled(torch_compat::cpu_autocast_enabled()),
+        m_dtype(torch_compat::cpu_autocast_dtype()) {
     if (m_enabled) {
-      at::autocast::set_autocast_cpu_dtype(dtype);
-      at::autocast::set_cpu_enabled(true);
+      torch_compat::set_cpu_autocast_dtype(dtype);
+      torch_compat::set_cpu_autocast_enabled(true);
     }
   }
   ~AutocastGuard() {
     if (m_enabled) {
-      at::autocast::set_cpu_enabled(m_was_enabled);
-      at::autocast::set_autocast_cpu_dtype(m_dtype);
+      torch_compat::set_cpu_autocast_enabled(m_was_enabled);
+      torch_compat::set_cpu_autocast_dtype(m_dtype);
       at::autocast::clear_cache();
     }
   }

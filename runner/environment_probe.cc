@@ -143,6 +143,22 @@ std::string short_blas_name(const std::string& real_path) {
   return file_name;
 }
 
+// /etc/os-release's PRETTY_NAME ("Debian GNU/Linux 13 (trixie)"), unquoted; "unknown" without one.
+std::string os_release_name() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string value = line.substr(12);
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+        value = value.substr(1, value.size() - 2);
+      }
+      return or_unknown(value);
+    }
+  }
+  return k_unknown;
+}
+
 }  // namespace
 
 Environment probe_environment(int threads) {
@@ -179,6 +195,9 @@ Environment probe_environment(int threads) {
   environment.keyed["device"] = "cpu";
 
   environment.info["cpu_model"] = cpuinfo_field("model name");
+  // The distribution the LibTorch line comes from (Debian 12: 1.13, Debian 13: 2.6, the root
+  // tools/debian13.sh makes). Context, not keyed: libtorch, onednn and compiler already are.
+  environment.info["os"] = os_release_name();
   environment.info["blas_path"] = blas_path.empty() ? "none" : blas_path;
   environment.info["onednn_full"] = or_unknown(onednn_full);
   environment.info["tool_version"] = DRIFTGATE_VERSION;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/npy_file.h"
 
 namespace driftgate {
 namespace {
@@ -87,10 +88,22 @@ at::Tensor make_random_input(const RandomInput& random) {
   return at::randn(random.shape, generator, options);
 }
 
+at::Tensor load_tensor_input(const TensorInput& tensor) {
+  NpyArray array = read_npy_float32(tensor.path);
+  if (!tensor.shape.empty() && array.shape != tensor.shape) {
+    throw Error("tensor file '" + tensor.path + "' changed since the config was loaded: shape " +
+                shape_text(array.shape) + ", was " + shape_text(tensor.shape));
+  }
+  return at::from_blob(array.values.data(), array.shape, at::kFloat).clone();
+}
+
 at::Tensor make_input(const InputSpec& spec) {
   try {
     if (spec.kind == InputSpec::Kind::k_image) {
       return load_image_input(spec.image);
+    }
+    if (spec.kind == InputSpec::Kind::k_tensor) {
+      return load_tensor_input(spec.tensor);
     }
     return make_random_input(spec.random);
   } catch (const Error& e) {

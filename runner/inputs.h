@@ -26,6 +26,11 @@ at::Tensor load_image_input(const ImageInput& image);
 // on an empty shape or a negative dimension.
 at::Tensor make_random_input(const RandomInput& random);
 
+// A saved tensor's float32 values and shape, as the .npy file holds them (core/npy_file.h).
+// Throws driftgate::Error naming the file when it is not a float32 C-order .npy file, or
+// when its shape is no longer the one read when the config was loaded.
+at::Tensor load_tensor_input(const TensorInput& tensor);
+
 // Dispatches on the spec's kind. Errors name the input.
 at::Tensor make_input(const InputSpec& spec);
 

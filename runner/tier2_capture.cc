@@ -1,6 +1,5 @@
 #include "runner/tier2_capture.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "runner/torch_compat.h"
 
 namespace driftgate {
 namespace {
@@ -344,8 +344,8 @@ void describe_constants(const Node* node, const std::set<const Value*>& dependen
 // Autocast off for one scope: graphs copied under autocast carry its cast nodes.
 class NoAutocast {
  public:
-  NoAutocast() : m_was(at::autocast::is_cpu_enabled()) { at::autocast::set_cpu_enabled(false); }
-  ~NoAutocast() { at::autocast::set_cpu_enabled(m_was); }
+  NoAutocast() : m_was(torch_compat::cpu_autocast_enabled()) { torch_compat::set_cpu_autocast_enabled(false); }
+  ~NoAutocast() { torch_compat::set_cpu_autocast_enabled(m_was); }
   NoAutocast(const NoAutocast&) = delete;
   NoAutocast& operator=(const NoAutocast&) = delete;
 

@@ -12,9 +12,10 @@
 namespace driftgate {
 namespace {
 
-// The named item of `items` or an error listing the names, with a did-you-mean.
+// The named item of `items` or an error listing the names, with a did-you-mean. `what` is a
+// C string so that GCC 14's -Wdangling-reference sees no temporary std::string argument.
 template <typename T, typename Name>
-const T& find_named(const std::vector<T>& items, const std::string& wanted, Name name, const std::string& what,
+const T& find_named(const std::vector<T>& items, const std::string& wanted, Name name, const char* what,
                     const std::string& where) {
   std::vector<std::string> names;
   for (const T& item : items) {
@@ -27,8 +28,8 @@ const T& find_named(const std::vector<T>& items, const std::string& wanted, Name
   for (const std::string& item : names) {
     listed += (listed.empty() ? "" : ", ") + item;
   }
-  throw Error(where + "no " + what + " '" + wanted + "'" + did_you_mean(wanted, names) + " (there are: " + listed +
-              ")");
+  throw Error(where + "no " + std::string(what) + " '" + wanted + "'" + did_you_mean(wanted, names) +
+              " (there are: " + listed + ")");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything driftgate needs to build, test and run its demo on Debian 12.
+# Installs everything driftgate needs to build, test and run its demo on Debian 12 (LibTorch
+# 1.13), or on Debian 13 (LibTorch 2.6: the root tools/debian13.sh makes and enters).
 # Idempotent and non-interactive: safe to run on every CI job and on a developer machine.
 #   tools/install-deps.sh            build + test + demo dependencies (LibTorch included)
 #   tools/install-deps.sh --no-torch only what a torch-free build (diff, baseline, post) needs
@@ -26,8 +27,19 @@ if [[ $with_torch == 1 ]]; then
 fi
 # python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
 packages+=(python3-jsonschema python3-yaml)
-packages+=(chromium)  # tests/e2e/trend_screenshot_test.sh renders the trend report in headless Chromium
-packages+=(clang libclang-rt-14-dev)  # tools/fuzz.sh: libFuzzer targets with ASan + UBSan (clang 14)
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+if [[ $codename == trixie ]]; then
+  # Debian 13 is the LibTorch 2.6 line (tools/debian13.sh): the LibTorch suite and the demo run
+  # there; the torch-free, screenshot and fuzz phases run on Debian 12 only.
+  # python3-setuptools/-dev: torch._inductor compiles the aoti backend's package (C++ extension).
+  if [[ $with_torch == 1 ]]; then
+    packages+=(python3-setuptools python3-dev)
+  fi
+else
+  packages+=(debootstrap)  # tools/debian13.sh makes the Debian 13 (LibTorch 2.6) root with it
+  packages+=(chromium)  # tests/e2e/trend_screenshot_test.sh renders the trend report in headless Chromium
+  packages+=(clang libclang-rt-14-dev)  # tools/fuzz.sh: libFuzzer targets with ASan + UBSan (clang 14)
+fi
 packages+=(time)  # bench/: GNU time for peak memory
 packages+=(rsync)  # tests/ci/gitlab_ci_local_test.sh: gitlab-ci-local (npm) copies the project with rsync
 

@@ -182,7 +182,8 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2, 0]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:3:40: a shape dimension must be between 1 and 1048576, got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r}]\ntargets: [frozen]\n",
-     "DIR/x.yaml:3:10: input 'r' needs exactly one of 'image' (a file) or 'random' (a seeded tensor)"},
+     "DIR/x.yaml:3:10: input 'r' needs exactly one of 'image' (a file), 'random' (a seeded tensor) or 'tensor' (a "
+     "NumPy .npy file)"},
     {"name: ../evil\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:1:7: experiment name '../evil' must be 1-64 characters of letters, digits, '_', '-' or '.'"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nbackends:\n  b: {dtype: "
@@ -220,6 +221,41 @@ TEST_F(ExperimentTest, TaskSectionIsParsed) {
   EXPECT_DOUBLE_EQ(e.task->tolerances.min_top1_agreement, 0.9);
   EXPECT_EQ(e.task->origin, (m_dir / "x.yaml").string() + ":5:7");
   EXPECT_FALSE(parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n").task);
+}
+
+// A float32 .npy file of shape [1, 2] as numpy.save writes it (version 1.0, header padded to 64 bytes).
+void write_npy(const std::string& path, const std::string& descr = "<f4") {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (1, 2), }";
+  while ((10 + header.size() + 1) % 64 != 0) {
+    header += ' ';
+  }
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>(header.size()) << '\0' << header
+      << std::string(descr == "<f8" ? 16 : 8, '\0');
+}
+
+TEST_F(ExperimentTest, TensorInputReadsTheShapeAndChecksIt) {
+  write_npy((m_dir / "x.npy").string());
+  Experiment e = parse("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: x.npy, shape: [1, 2]}]\ntargets: [frozen]\n");
+  ASSERT_EQ(e.inputs.size(), 1u);
+  EXPECT_EQ(e.inputs[0].kind, InputSpec::Kind::k_tensor);
+  EXPECT_EQ(e.inputs[0].tensor.path, (m_dir / "x.npy").string());
+  EXPECT_EQ(e.inputs[0].tensor.shape, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: x.npy, shape: [1, 3]}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:42: tensor file 'x.npy' has shape [1, 2], the config expects [1, 3]; save the array the "
+            "model takes or fix 'shape'");
+  write_npy((m_dir / "d.npy").string(), "<f8");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: d.npy}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:28: tensor file 'DIR/d.npy': holds float64; driftgate feeds float32 tensors: save it as "
+            "float32 (numpy.save(path, array.astype(numpy.float32)))");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: none.npy}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:28: tensor file 'none.npy' not found (looked for DIR/none.npy)");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}, shape: [2]}]\ntargets: "
+                     "[frozen]\n"),
+            "DIR/x.yaml:3:49: 'shape' applies to tensor inputs only (a random input's shape goes under 'random')");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: x.npy, mean: [0, 0, 0]}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:41: 'mean' applies to image inputs only");
 }
 
 TEST_F(ExperimentTest, MalformedConfigsGivePinnedMessages) {

@@ -196,6 +196,42 @@ TEST_F(BaselineSelectTest, TheRunsOwnEnvironmentWinsOverANearerOtherOne) {
   EXPECT_EQ(selection.steps, 2);
 }
 
+TEST_F(BaselineSelectTest, AgainstEnvTakesThatEnvironmentEvenWhenTheRunsOwnIsNearer) {
+  const Environment old_line = make_environment("1", "2.6.3");  // the environment upgraded from
+  store_baseline(c0, old_line);
+  store_baseline(c1);                                // the run's own environment, nearer
+  store_baseline(c2, make_environment("2", "3.1"));  // a third one, nearest
+  SelectionRequest wanted = request(f2, "main");
+  wanted.against_env = old_line.key();
+  BaselineSelection selection = select_baseline(*opened, store, wanted);
+  ASSERT_TRUE(selection.found) << selection.reason;
+  EXPECT_TRUE(selection.env_mismatch);
+  EXPECT_EQ(selection.sha, c0);
+  EXPECT_EQ(selection.steps, 2);
+  EXPECT_EQ(selection.env_key, old_line.key());
+  EXPECT_EQ(selection.env_changes, "onednn 2.6.3 -> " + make_environment().keyed.at("onednn"));
+  ASSERT_TRUE(selection.baseline.has_value());
+  EXPECT_EQ(selection.baseline->header.environment.key(), old_line.key());
+
+  wanted.against_env = make_environment("7").key();
+  selection = select_baseline(*opened, store, wanted);
+  EXPECT_FALSE(selection.found);
+  EXPECT_EQ(selection.reason.rfind("no baseline of environment " + make_environment("7").key() +
+                                       " within 3 first-parent commits of " + c2.substr(0, 7) + " (the store has: ",
+                                   0),
+            0u)
+      << selection.reason;
+
+  wanted.against_env = make_environment().key();  // its own key: the ordinary selection
+  selection = select_baseline(*opened, store, wanted);
+  ASSERT_TRUE(selection.found);
+  EXPECT_FALSE(selection.env_mismatch);
+  EXPECT_EQ(selection.sha, c1);
+
+  wanted.against_env = "1.13";
+  EXPECT_THROW(select_baseline(*opened, store, wanted), Error);
+}
+
 TEST_F(BaselineSelectTest, AnUnknownBaseInAFullCloneIsAnError) {
   try {
     select_baseline(*opened, store, request(f2, "origin/nope"));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -47,9 +48,30 @@ bool is_compiler(const std::string& text) {
   return at != std::string::npos && read_version(text, at, 2);
 }
 
+// libtorch-dev's package version ("1.13.0+dfsg-7", "2.6.0+dfsg-7"), as dpkg reports it.
+std::string installed_libtorch() {
+  std::string version;
+  if (FILE* pipe = ::popen("dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null", "r")) {
+    char buffer[128];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+      version += buffer;
+    }
+    ::pclose(pipe);
+  }
+  // Debian's epoch ("1:") is not part of LibTorch's version.
+  const auto colon = version.find(':');
+  return colon == std::string::npos ? version : version.substr(colon + 1);
+}
+
 TEST(EnvironmentProbe, FindsLibTorchOneDnnBlasAndTheRunSettings) {
   Environment environment = probe_environment(3);
-  EXPECT_EQ(environment.keyed.at("libtorch").rfind("1.13.", 0), 0u) << environment.keyed.at("libtorch");
+  // The LibTorch line: the major.minor dpkg says libtorch-dev is (1.13 on Debian 12, 2.6 on 13;
+  // Debian's 1.13.1 package says 1.13.0 in torch/version.h, so the patch level is not compared).
+  const std::string keyed = environment.keyed.at("libtorch");
+  const std::string line = keyed.substr(0, keyed.rfind('.') + 1);
+  EXPECT_TRUE(is_version(keyed)) << keyed;
+  EXPECT_EQ(installed_libtorch().rfind(line, 0), 0u) << keyed << " vs the package's " << installed_libtorch();
+  EXPECT_EQ(environment.info.at("os").rfind("Debian GNU/Linux ", 0), 0u) << environment.info.at("os");
   EXPECT_TRUE(is_version(environment.keyed.at("onednn"))) << environment.keyed.at("onednn");
   EXPECT_NE(environment.keyed.at("cpu_isa"), "unknown");
   EXPECT_NE(environment.keyed.at("blas"), "none");

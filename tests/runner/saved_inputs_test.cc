@@ -1,0 +1,79 @@
+// Saved inputs against Python: driftgate's random inputs are exactly PyTorch's
+// torch.randn/torch.rand with torch.Generator().manual_seed(seed) (the README says so, and a
+// Python cross-check relies on it), and its .npy reader reads what NumPy writes.
+// tests/runner/saved_inputs.py writes the files first (a CTest fixture).
+#include <ATen/Functions.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/npy_file.h"
+#include "runner/inputs.h"
+
+namespace driftgate {
+namespace {
+
+std::string dir() {
+  const char* value = std::getenv("DG_SAVED_INPUTS_DIR");
+  return value ? value : "";
+}
+
+nlohmann::json manifest() {
+  std::ifstream in(dir() + "/manifest.json");
+  if (!in) {
+    ADD_FAILURE() << "no manifest in '" << dir() << "': run tests/runner/saved_inputs.py first (ctest does)";
+    return nlohmann::json::object();
+  }
+  return nlohmann::json::parse(in);
+}
+
+TEST(SavedInputs, RandomInputEqualsTorchRandnWithAManuallySeededGenerator) {
+  const nlohmann::json cases = manifest()["random"];
+  ASSERT_GE(cases.size(), 6u);
+  for (const auto& item : cases) {
+    RandomInput spec;
+    spec.shape = item["shape"].get<std::vector<int64_t>>();
+    spec.seed = item["seed"].get<uint64_t>();
+    spec.distribution = item["distribution"] == "normal" ? Distribution::k_normal : Distribution::k_uniform;
+    at::Tensor ours = make_random_input(spec);
+    at::Tensor python = load_tensor_input(TensorInput{dir() + "/" + item["file"].get<std::string>(), spec.shape});
+    ASSERT_EQ(ours.sizes(), python.sizes()) << item.dump();
+    EXPECT_TRUE(at::equal(ours, python)) << item.dump() << ": max |difference| "
+                                         << at::sub(ours, python).abs().max().item<float>();
+  }
+}
+
+TEST(SavedInputs, ReadsWhatNumPyWrites) {
+  std::ifstream raw(dir() + "/values.f32", std::ios::binary);
+  std::vector<float> expected(1 * 3 * 4 * 6);
+  ASSERT_TRUE(raw.read(reinterpret_cast<char*>(expected.data()), static_cast<std::streamsize>(expected.size() * 4)));
+  const nlohmann::json files = manifest()["numpy"];
+  ASSERT_EQ(files.size(), 4u);
+  for (const auto& item : files) {
+    at::Tensor tensor = load_tensor_input(TensorInput{dir() + "/" + item["file"].get<std::string>(), {}});
+    EXPECT_EQ(tensor.sizes().vec(), item["shape"].get<std::vector<int64_t>>()) << item.dump();
+    EXPECT_EQ(tensor.scalar_type(), at::kFloat);
+    EXPECT_TRUE(tensor.is_contiguous());
+    std::vector<float> values(tensor.data_ptr<float>(), tensor.data_ptr<float>() + tensor.numel());
+    EXPECT_EQ(values, expected) << item.dump();
+  }
+  EXPECT_THROW(load_tensor_input(TensorInput{dir() + "/float64.npy", {}}), Error);
+  EXPECT_THROW(load_tensor_input(TensorInput{dir() + "/fortran.npy", {}}), Error);
+}
+
+TEST(SavedInputs, AFileChangedSinceTheConfigWasLoadedIsRefused) {
+  try {
+    load_tensor_input(TensorInput{dir() + "/v1.npy", {1, 3, 4, 5}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("changed since the config was loaded: shape [1, 3, 4, 6], was [1, 3, 4, 5]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace driftgate
