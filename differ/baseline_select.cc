@@ -164,7 +164,7 @@ BaselineSelection select_baseline(const GitRepo& repo, const BaselineStore& stor
                   "': an environment key is 16 hex digits (driftgate env prints it; "
                   "the store's directories are named by it)");
     }
-    auto [hit, other] = nearest_hits(store, walk, wanted);
+    auto [hit, other] = nearest_hits(repo, store, walk, wanted, request.max_walk);
     (void)other;
     if (!hit) {
       std::vector<std::string> keys = store.env_keys();
