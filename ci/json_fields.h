@@ -37,17 +37,16 @@ inline int json_positive_int(const nlohmann::json& value) {
   return 0;
 }
 
-// A positive integer id as text, or "" when `value` is anything else (a string, a
-// fraction, 0 or a negative number: ids are positive, and a wrapped one must not
-// name another comment).
+// A non-negative integer id as text, or "" when `value` is anything else (a string,
+// a fraction or a negative number: a wrapped id must not name another comment; 0 is
+// what --dry-run's transport answers).
 inline std::string json_id_text(const nlohmann::json& value) {
   if (value.is_number_unsigned()) {
-    auto id = value.get<unsigned long long>();
-    return id > 0 ? std::to_string(id) : "";
+    return std::to_string(value.get<unsigned long long>());
   }
   if (value.is_number_integer()) {
     auto id = value.get<long long>();
-    return id > 0 ? std::to_string(id) : "";
+    return id >= 0 ? std::to_string(id) : "";
   }
   return "";
 }
