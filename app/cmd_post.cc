@@ -22,6 +22,7 @@
 #include "ci/httplib_transport.h"
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
 
 namespace driftgate {
 
@@ -58,16 +59,21 @@ constexpr std::streamsize k_trend_read_limit = 2 * 1024 * 1024;
 
 // The trend markdown for the comment: at most k_trend_read_limit bytes of `path`.
 CommentAppendix read_trend(const std::string& path, const std::string& branch) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error("driftgate post: --trend-markdown " + path + ": cannot read (" + std::strerror(errno) +
-                "); write it with driftgate trend --markdown FILE, or drop the flag. Nothing was posted");
+  // Any size: only the first k_trend_read_limit + 1 bytes are read.
+  constexpr InputKind k_trend_file{"trend markdown file", UINT64_MAX, nullptr};
+  std::optional<InputFile> file;
+  try {
+    file.emplace(path, k_trend_file);
+  } catch (const Error& e) {
+    throw Error("driftgate post: --trend-markdown " + std::string(e.what()) +
+                "; write it with driftgate trend --markdown FILE, or drop the flag. Nothing was posted");
   }
+  std::istream& in = file->stream();
   std::string text(static_cast<size_t>(k_trend_read_limit) + 1, '\0');
-  in.read(text.data(), k_trend_read_limit + 1);
-  if (in.bad()) {
-    throw Error("driftgate post: --trend-markdown " + path + ": read failed (" + std::strerror(errno) +
-                "); is it a regular file? Nothing was posted");
+  try {
+    in.read(text.data(), k_trend_read_limit + 1);
+  } catch (const Error& e) {
+    throw Error("driftgate post: --trend-markdown " + std::string(e.what()) + ". Nothing was posted");
   }
   text.resize(static_cast<size_t>(in.gcount()));
   CommentAppendix trend;
@@ -91,24 +97,6 @@ CommentAppendix read_trend(const std::string& path, const std::string& branch) {
   }
   trend.markdown = std::move(text);
   return trend;
-}
-
-// report.json, read no further than one byte past k_report_max_bytes (parse_report
-// refuses what is larger): it comes from the gate run, which a fork may control.
-std::string read_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error("driftgate post: " + path + ": cannot read (" + std::strerror(errno) +
-                "); pass the report.json that driftgate diff --report FILE wrote. Nothing was posted");
-  }
-  std::string text(k_report_max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) {
-    throw Error("driftgate post: " + path + ": read failed (" + std::strerror(errno) +
-                "); is it a regular file? Nothing was posted");
-  }
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
 }
 
 struct PostRequest {
@@ -215,7 +203,7 @@ int cmd_post(CommandContext& context) {
   if (!request) {
     return 0;
   }
-  nlohmann::json report = parse_report(read_report(request->report_path), request->report_path);
+  nlohmann::json report = parse_report(read_input_file(request->report_path, k_report_file), request->report_path);
   Redactor redactor;
   SystemClock clock;
   HttplibTransport network(request->timeouts, request->ca_file);

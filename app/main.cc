@@ -11,6 +11,7 @@
 #include "app/command.h"
 #include "core/error.h"
 #include "core/exit_code.h"
+#include "core/safe_text.h"
 
 extern char** environ;
 
@@ -83,13 +84,15 @@ int main(int argc, char** argv) {
       }
       return finish(code);
     } catch (const driftgate::Error& e) {
-      std::cerr << "error: " << e.what() << "\n";
+      // Messages quote inputs (a name, a line of a file): their control and bidi
+      // characters and bytes that are not UTF-8 are shown escaped, never sent to the terminal.
+      std::cerr << "error: " << driftgate::escape_invisible(e.what(), /*keep_whitespace=*/true) << "\n";
       return finish(to_int(ExitCode::k_error));
     } catch (const std::exception& e) {
-      std::cerr << "error: internal: " << e.what() << "\n";
+      std::cerr << "error: internal: " << driftgate::escape_invisible(e.what(), /*keep_whitespace=*/true) << "\n";
       return finish(to_int(ExitCode::k_error));
     }
   }
-  std::cerr << "error: unknown subcommand '" << argv[1] << "'; see driftgate --help\n";
+  std::cerr << "error: unknown subcommand '" << driftgate::escape_invisible(argv[1]) << "'; see driftgate --help\n";
   return to_int(ExitCode::k_error);
 }

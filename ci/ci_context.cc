@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
+#include "core/strict_json.h"
 
 namespace driftgate {
 
@@ -21,10 +23,15 @@ std::optional<std::string> lookup(const std::map<std::string, std::string>& env,
 void read_github_event(const std::string& path, CiContext& context) {
   nlohmann::json payload;
   try {
-    payload = nlohmann::json::parse(read_file(path));
+    payload = parse_json_strict(read_input_file(path, k_event_payload));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + " (GITHUB_EVENT_PATH): not a valid event payload (" + e.what() +
                 "); pass --base REV to choose the baseline by hand");
+  } catch (const Error& e) {
+    std::string what = e.what();
+    throw Error(what.rfind(path, 0) == 0
+                    ? what
+                    : path + " (GITHUB_EVENT_PATH): " + what + "; pass --base REV to choose the baseline by hand");
   }
   if (!payload.is_object() || !payload.contains("pull_request")) {
     return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "ci/json_fields.h"
 #include "ci/markdown_escape.h"
@@ -12,6 +13,8 @@ namespace driftgate {
 namespace {
 
 using Json = nlohmann::json;
+
+constexpr int k_max_pages = 100;
 
 Json parse_body(const HttpResponse& response, const std::string& what) {
   Json body = Json::parse(response.body, nullptr, false);
@@ -41,8 +44,9 @@ std::vector<int> pull_numbers(const Json& pulls) {
   std::vector<int> numbers;
   if (pulls.is_array()) {
     for (const auto& pull : pulls) {
-      if (pull.is_object() && json_field(pull, "number").is_number_integer()) {
-        numbers.push_back(pull["number"].get<int>());
+      // An out-of-range number names no pull request (never a truncated other one).
+      if (int number = pull.is_object() ? json_positive_int(json_field(pull, "number")) : 0; number != 0) {
+        numbers.push_back(number);
       }
     }
   }
@@ -145,8 +149,21 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
   std::vector<ThreadComment> comments;
   std::string url = repo_url() + "/issues/" + std::to_string(pr) + "/comments?per_page=100";
   std::string first = url;
-  // Bounded: 100 pages of 100 comments is far beyond any real PR.
-  for (int page = 0; page < 100 && !url.empty(); ++page) {
+  // Bounded: 100 pages of 100 comments is far beyond any real PR. A listing that does
+  // not end within them, or whose next link comes back to a page already read, is an
+  // error: the sticky comment may be on a page not read, and creating another would
+  // leave two (github_post.cc creates only after a complete listing).
+  std::set<std::string> seen;
+  for (int page = 0; !url.empty(); ++page) {
+    if (page == k_max_pages) {
+      throw Error("GitHub API: GET " + first + " still has a next page after " + std::to_string(k_max_pages) +
+                  " pages of 100 comments; the listing does not end, so no comment was created or updated");
+    }
+    if (!seen.insert(url).second) {
+      throw Error("GitHub API: GET " + first + ": page " + std::to_string(page) +
+                  "'s Link header leads back to a page already read (" + url +
+                  "); the listing loops, so no comment was created or updated");
+    }
     HttpResponse response = m_client.send("GET", url);
     Json items = parse_body(response, "GET " + first);
     if (!items.is_array()) {
@@ -171,7 +188,12 @@ std::vector<ThreadComment> GithubApi::list_comments(int pr) {
 std::string GithubApi::create_comment(int pr, const std::string& body) {
   HttpResponse response =
       m_client.send("POST", repo_url() + "/issues/" + std::to_string(pr) + "/comments", Json{{"body", body}}.dump());
-  return json_id_text(json_field(parse_body(response, "POST comment"), "id"));
+  std::string id = json_id_text(json_field(parse_body(response, "POST comment"), "id"));
+  if (id.empty()) {
+    throw Error("GitHub API: POST comment on #" + std::to_string(pr) +
+                " answered without a numeric \"id\"; the comment may exist, but cannot be updated by id");
+  }
+  return id;
 }
 
 void GithubApi::update_comment(const std::string& id, const std::string& body) {
@@ -205,7 +227,7 @@ GithubPull GithubApi::get_pull(int number) {
   Json pull = parse_body(m_client.send("GET", repo_url() + "/pulls/" + std::to_string(number)), what);
   GithubPull result;
   Json number_field = json_field(pull, "number");
-  result.number = number_field.is_number_integer() ? number_field.get<int>() : 0;
+  result.number = json_positive_int(number_field);
   result.state = json_string_field(pull, "state");
   if (pull.contains("head") && pull["head"].is_object()) {
     result.head_sha = json_string_field(pull["head"], "sha");

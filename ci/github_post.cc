@@ -8,6 +8,7 @@
 #include "ci/comment_body.h"
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
 
 namespace driftgate {
 
@@ -65,7 +66,12 @@ std::string comment_author(GithubApi& api, const PostSettings& settings, std::os
 // hold, counting what earlier commands of the step already wrote there.
 void append_step_summary(const std::string& path, const nlohmann::json& report, const BodyOptions& base,
                          std::ostream& log) {
-  std::string existing = std::filesystem::exists(path) ? read_file(path) : "";
+  // GitHub's runner makes it an empty regular file; anything else there is refused by name.
+  constexpr InputKind k_step_summary_file{"job summary ($GITHUB_STEP_SUMMARY)", 64 * k_mib, nullptr};
+  std::error_code ec;
+  std::string existing = std::filesystem::exists(std::filesystem::symlink_status(path, ec))
+                             ? read_input_file(path, k_step_summary_file)
+                             : "";
   size_t limit = k_step_summary_budget.limit;
   // Below this the summary itself may not fit; GitHub would drop the whole file.
   const size_t k_least = 4096;

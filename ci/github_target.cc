@@ -1,11 +1,16 @@
 #include "ci/github_target.h"
 
 #include <limits>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "ci/json_fields.h"
 #include "ci/url.h"
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
+#include "core/safe_text.h"
+#include "core/strict_json.h"
 
 namespace driftgate {
 
@@ -29,27 +34,87 @@ std::string at_path(const Json& json, std::initializer_list<const char*> path) {
   return node->is_string() ? node->get<std::string>() : "";
 }
 
-// "#12" for the message; the number as written when it is not an integer.
+// The largest pull request number driftgate takes (json_positive_int): GitHub's are
+// 32-bit signed integers (PullRequest.number is an Int in its GraphQL API).
+constexpr long long k_max_pull_number = 2147483647;
+
+// "12" for messages; the number as written when it is not an integer.
 std::string pull_number_text(const Json& pull) {
   if (!pull.is_object() || !pull.contains("number")) {
     return "?";
   }
-  const Json& number = pull["number"];
-  return number.is_number_integer() ? std::to_string(number.get<long long>()) : number.dump();
+  return pull["number"].dump();
+}
+
+// The pull request number at `field` of `object`, range-checked: never truncated
+// to another pull request's number. 0 when absent and `required` is false.
+int pull_number(const Json& object, const std::string& event_path, const std::string& field, bool required) {
+  auto it = object.find("number");
+  if (it == object.end() || it->is_null()) {
+    if (required) {
+      throw Error(event_path + " (GITHUB_EVENT_PATH): " + field +
+                  " is missing; the payload has no pull request number (pass --pr N to name it)");
+    }
+    return 0;
+  }
+  int number = json_positive_int(*it);
+  if (number == 0) {
+    throw Error(event_path + " (GITHUB_EVENT_PATH): " + field + " is " + it->dump() +
+                ", not a pull request number (a whole number from 1 to " + std::to_string(k_max_pull_number) +
+                "); the payload is not one GitHub wrote. Nothing was posted");
+  }
+  return number;
+}
+
+// GitHub's rules for OWNER/NAME: an owner of 1-39 letters, digits and hyphens; a
+// name of 1-100 letters, digits, '.', '-' and '_' that is not "." or "..".
+bool is_repository_name(const std::string& text) {
+  size_t slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash > 39 || slash + 1 == text.size() ||
+      text.size() - slash - 1 > 100) {
+    return false;
+  }
+  std::string owner = text.substr(0, slash);
+  std::string name = text.substr(slash + 1);
+  auto alnum = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return std::all_of(owner.begin(), owner.end(), [&](char c) { return alnum(c) || c == '-'; }) &&
+         std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; }) &&
+         name != "." && name != "..";
 }
 
 Json read_event(const std::string& path) {
-  Json payload = Json::parse(read_file(path), nullptr, false);
-  if (payload.is_discarded() || !payload.is_object()) {
-    throw Error(path + " (GITHUB_EVENT_PATH): not a JSON event payload; pass --pr and --sha instead");
+  Json payload;
+  try {
+    payload = parse_json_strict(read_input_file(path, k_event_payload));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + " (GITHUB_EVENT_PATH): not a JSON event payload (" + std::string(e.what()) +
+                "); pass --pr and --sha instead");
+  } catch (const Error& e) {
+    std::string what = e.what();
+    // The reader's own messages start with the path; a repeated key's does not.
+    throw Error(what.rfind(path, 0) == 0 ? what : path + " (GITHUB_EVENT_PATH): " + what + ". Nothing was posted");
+  }
+  if (!payload.is_object()) {
+    throw Error(path + " (GITHUB_EVENT_PATH): not a JSON event payload (not an object); pass --pr and --sha instead");
   }
   return payload;
 }
 
-void from_pull_request_event(const Json& payload, const std::string& event_path, GithubTarget& target) {
+// Names in the payload that pick where to post must be what GitHub writes.
+void require_repository_name(const std::string& name, const std::string& event_path, const std::string& field) {
+  if (!name.empty() && !is_repository_name(name)) {
+    throw Error(event_path + " (GITHUB_EVENT_PATH): " + field + " '" + escape_invisible(name) +
+                "' is not an OWNER/NAME repository name; the payload is malformed or forged. Nothing was posted");
+  }
+}
+
+void from_pull_request_event(const Json& payload, const std::string& event_path, bool have_pr_flag,
+                             GithubTarget& target) {
   const Json& pull = payload["pull_request"];
   std::string head_repo = at_path(pull, {"head", "repo", "full_name"});
   std::string base_repo = at_path(pull, {"base", "repo", "full_name"});
+  require_repository_name(head_repo, event_path, "pull_request.head.repo.full_name");
+  require_repository_name(base_repo, event_path, "pull_request.base.repo.full_name");
   // A fork that was deleted leaves head.repo null: still not this repository.
   bool head_gone = pull.contains("head") && pull["head"].is_object() && pull["head"].contains("repo") &&
                    pull["head"]["repo"].is_null();
@@ -62,9 +127,7 @@ void from_pull_request_event(const Json& payload, const std::string& event_path,
                 " workflow must not post with a write token. Upload report.json as an artifact and post from a "
                 "workflow_run workflow (see .github/workflows/drift-post.yml)");
   }
-  if (pull.value("number", Json()).is_number_integer()) {
-    target.pr = pull["number"].get<int>();
-  }
+  target.pr = pull_number(pull, event_path, "pull_request.number", !have_pr_flag);
   target.head_sha = at_path(pull, {"head", "sha"});
 }
 
@@ -84,10 +147,14 @@ void from_workflow_run_event(const Json& payload, const std::string& event_path,
   // Same-repository PRs are listed (each is tried); fork PRs are not and are found by
   // head repository and branch later.
   if (run.contains("pull_requests") && run["pull_requests"].is_array()) {
-    for (const auto& pull : run["pull_requests"]) {
-      if (pull.is_object() && pull.value("number", Json()).is_number_integer() && pull["number"].get<long long>() > 0 &&
-          pull["number"].get<long long>() <= std::numeric_limits<int>::max()) {
-        target.listed_prs.push_back(pull["number"].get<int>());
+    const Json& pulls = run["pull_requests"];
+    for (size_t i = 0; i < pulls.size(); ++i) {
+      if (pulls[i].is_object()) {
+        int number =
+            pull_number(pulls[i], event_path, "workflow_run.pull_requests[" + std::to_string(i) + "].number", false);
+        if (number != 0) {
+          target.listed_prs.push_back(number);
+        }
       }
     }
   }
@@ -102,7 +169,7 @@ GithubTarget resolve_github_target(const std::map<std::string, std::string>& env
   if (!event_path.empty()) {
     Json payload = read_event(event_path);
     if (payload.contains("pull_request") && payload["pull_request"].is_object()) {
-      from_pull_request_event(payload, event_path, target);
+      from_pull_request_event(payload, event_path, flags.pr.has_value(), target);
     } else if (payload.contains("workflow_run") && payload["workflow_run"].is_object()) {
       from_workflow_run_event(payload, event_path, target);
     }
@@ -116,12 +183,10 @@ GithubTarget resolve_github_target(const std::map<std::string, std::string>& env
   }
   parse_api_url(target.api_url, flags.api_url ? "--api-url" : "GITHUB_API_URL");
   target.repo = flags.repo.value_or(env_value(env, "GITHUB_REPOSITORY"));
-  size_t slash = target.repo.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == target.repo.size() ||
-      target.repo.find('/', slash + 1) != std::string::npos ||
-      target.repo.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./") !=
-          std::string::npos) {
-    throw Error("--repo '" + target.repo + "': expected OWNER/NAME (default: GITHUB_REPOSITORY)");
+  if (!is_repository_name(target.repo)) {
+    throw Error("--repo '" + escape_invisible(target.repo) +
+                "': expected OWNER/NAME (an owner of letters, digits and '-', a name of letters, digits, '.', '-' and "
+                "'_' that is not '.' or '..'; default: GITHUB_REPOSITORY)");
   }
   if (flags.pr) {
     if (*flags.pr < 1) {

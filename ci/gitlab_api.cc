@@ -5,6 +5,7 @@
 #include "ci/json_fields.h"
 #include "ci/markdown_escape.h"
 #include "ci/url.h"
+#include "core/safe_text.h"
 
 namespace driftgate {
 
@@ -57,11 +58,25 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
   std::string base =
       m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes?sort=asc&order_by=created_at&per_page=100";
   std::string page = "1";
-  // Bounded: 100 pages of 100 notes.
-  for (int round = 0; round < 100 && !page.empty(); ++round) {
-    if (page.find_first_not_of("0123456789") != std::string::npos) {
-      throw Error("GitLab API: X-Next-Page '" + page + "' is not a page number");
+  long long previous = 0;
+  // Bounded: 100 pages of 100 notes. A listing that does not end within them, or
+  // whose X-Next-Page does not move forward (a loop), is an error: the sticky note may
+  // be on a page not read, and creating another would leave two.
+  for (int round = 0; !page.empty(); ++round) {
+    if (page.size() > 9 || page.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error("GitLab API: X-Next-Page '" + escape_invisible(page) + "' is not a page number");
     }
+    long long number = std::stoll(page);
+    if (number <= previous) {
+      throw Error("GitLab API: GET " + base + ": X-Next-Page " + page + " after page " + std::to_string(previous) +
+                  " does not move forward; the listing loops, so no note was created or updated");
+    }
+    if (round == 100) {
+      throw Error("GitLab API: GET " + base +
+                  " still has a next page after 100 pages of 100 notes; the listing does not end, so no note was "
+                  "created or updated");
+    }
+    previous = number;
     HttpResponse response = m_client.send("GET", base + "&page=" + page);
     Json items = parse_body(response, "GET notes");
     if (!items.is_array()) {
@@ -84,7 +99,12 @@ std::vector<ThreadComment> GitlabApi::list_notes(int mr) {
 std::string GitlabApi::create_note(int mr, const std::string& body) {
   HttpResponse response = m_client.send("POST", m_project_url + "/merge_requests/" + std::to_string(mr) + "/notes",
                                         Json{{"body", body}}.dump());
-  return json_id_text(json_field(parse_body(response, "POST note"), "id"));
+  std::string id = json_id_text(json_field(parse_body(response, "POST note"), "id"));
+  if (id.empty()) {
+    throw Error("GitLab API: POST note on !" + std::to_string(mr) +
+                " answered without a numeric \"id\"; the note may exist, but cannot be updated by id");
+  }
+  return id;
 }
 
 void GitlabApi::update_note(int mr, const std::string& id, const std::string& body) {

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "ci/url.h"
+#include "core/input_file.h"
 
 namespace driftgate {
 
@@ -64,7 +65,24 @@ HttpResponse HttplibTransport::send(const HttpRequest& request) {
   native.body = request.body;  // its Content-Type is among request.headers (ApiClient sets it)
 
   HttpResponse response;
+  // The body arrives here chunk by chunk, after decompression: refusing a chunk that
+  // would pass the cap stops both the read and the inflation.
+  std::string body;
+  bool over_limit = false;
+  native.content_receiver = [&](const char* data, size_t length, uint64_t /*offset*/, uint64_t /*total*/) {
+    if (length > m_max_body - body.size()) {
+      over_limit = true;
+      return false;
+    }
+    body.append(data, length);
+    return true;
+  };
   httplib::Result result = client.send(native);
+  if (over_limit) {
+    response.transport_error = "the response body is over the limit of " + describe_size(m_max_body) +
+                               " (counted after decompression); is --api-url the API root?";
+    return response;
+  }
   if (!result) {
     response.transport_error = describe(result.error(), m_timeouts, !m_ca_file.empty());
     return response;
@@ -73,7 +91,7 @@ HttpResponse HttplibTransport::send(const HttpRequest& request) {
   for (const auto& [name, value] : result->headers) {
     response.headers.emplace_back(name, value);
   }
-  response.body = result->body;
+  response.body = std::move(body);
   return response;
 }
 

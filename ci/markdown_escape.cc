@@ -2,16 +2,19 @@
 
 #include <algorithm>
 
+#include "core/safe_text.h"
+
 namespace driftgate {
 
 namespace {
 
+// One line, with control, bidi and zero-width characters written as escapes.
 std::string one_line(const std::string& text) {
   std::string result = text;
   std::replace(result.begin(), result.end(), '\n', ' ');
   std::replace(result.begin(), result.end(), '\r', ' ');
   std::replace(result.begin(), result.end(), '\t', ' ');
-  return result;
+  return escape_invisible(result);
 }
 
 }  // namespace

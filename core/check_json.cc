@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -486,8 +487,11 @@ CheckLineParser::CheckLineParser() : m_impl(std::make_unique<Impl>()) {}
 CheckLineParser::~CheckLineParser() = default;
 
 bool CheckLineParser::parse(std::string_view line, CheckRecord& check) {
-  // Escapes (\u surrogates above all) are where JSON parsers differ most: leave them to the strict reader.
-  if (line.find('\\') != std::string_view::npos) {
+  // Escapes (\u surrogates above all) are where JSON parsers differ most, and DEL or any
+  // non-ASCII byte may be a character ids must not hold (core/safe_text.h): leave them
+  // all to the strict reader.
+  if (std::any_of(line.begin(), line.end(),
+                  [](char c) { return c == '\\' || static_cast<unsigned char>(c) >= 0x7F; })) {
     return false;
   }
   element document;

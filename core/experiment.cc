@@ -14,6 +14,8 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/npy_file.h"
+#include "core/input_file.h"
+#include "core/safe_text.h"
 #include "core/suggest.h"
 #include "core/tolerance.h"
 
@@ -226,6 +228,11 @@ const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol"};
 
 void require_file(const Reader& reader, const YAML::Node& node, const std::string& what, const std::string& resolved,
                   const std::string& hint) {
+  // The path is written into the run file (JSON: UTF-8 only) and shown in reports.
+  if (std::string found = first_invisible(resolved); !found.empty()) {
+    reader.fail(node.Mark(), what + " '" + escape_invisible(node.Scalar()) + "': the path holds " + found +
+                                 "; run files and reports hold paths as UTF-8 text, so rename the file");
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(resolved, ec)) {
     reader.fail(node.Mark(), what + " '" + node.Scalar() + "' is a directory (" + resolved + "), not a file" + hint);
@@ -629,11 +636,16 @@ Experiment parse_experiment(const std::string& yaml_text, const std::string& pat
 }
 
 Experiment load_experiment(const std::string& path) {
+  // The path is written into the run file (JSON: UTF-8 only) and shown in reports.
+  if (std::string found = first_invisible(path); !found.empty()) {
+    throw Error(escape_invisible(path) + ": the config's path holds " + found +
+                "; run files and reports hold paths as UTF-8 text, so rename the file");
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw Error(path + ": is a directory; pass experiment files (e.g. " + path + "/*.yaml)");
   }
-  return parse_experiment(read_file(path), path);
+  return parse_experiment(read_input_file(path, k_experiment_config), path);
 }
 
 Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target) {

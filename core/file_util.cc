@@ -8,30 +8,15 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/git_repo.h"
+#include "core/input_file.h"
 
 namespace driftgate {
 
-namespace {
-
-std::string os_error() { return std::strerror(errno); }
-
-}  // namespace
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(path + ": cannot read (" + os_error() + ")");
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
+std::string read_file(const std::string& path) { return read_input_file(path, k_any_file); }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   AtomicFile file(path);

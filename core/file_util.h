@@ -10,7 +10,8 @@
 
 namespace driftgate {
 
-// Reads a whole file. Throws driftgate::Error naming the path and the OS error.
+// Reads a whole regular file of up to 4 GiB (read_input_file with k_any_file).
+// Inputs are read with their own kind (core/input_file.h) and its cap instead.
 std::string read_file(const std::string& path);
 
 // Atomically replaces `path` with `content`, creating parent directories.

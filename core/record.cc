@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <istream>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -18,7 +18,10 @@
 
 #include "core/check_json.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/record_task.h"
+#include "core/safe_text.h"
+#include "core/strict_json.h"
 #include "core/text_compare.h"
 #include "core/unique_ids.h"
 
@@ -91,7 +94,20 @@ int64_t integer(const Json& object, const char* name) {
   if (!value.is_number_integer()) {
     throw Error(std::string("field '") + name + "' must be an integer");
   }
+  // Never wrapped: 2^64-1 is not -1.
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    throw Error(std::string("field '") + name + "' is " + value.dump() + ", out of range");
+  }
   return value.get<int64_t>();
+}
+
+// An integer that must fit an int: never truncated (2^32 + 1 is not 1).
+int small_integer(const Json& object, const char* name) {
+  int64_t value = integer(object, name);
+  if (value < INT_MIN || value > INT_MAX) {
+    throw Error(std::string("field '") + name + "' is " + std::to_string(value) + ", out of range");
+  }
+  return static_cast<int>(value);
 }
 
 std::vector<std::string> strings(const Json& object, const char* name) {
@@ -204,7 +220,7 @@ Environment parse_environment(const Json& json) {
 
 RunHeader parse_header(const Json& json) {
   RunHeader header;
-  header.schema = static_cast<int>(integer(json, "schema"));
+  header.schema = small_integer(json, "schema");
   if (header.schema != k_record_schema_version) {
     throw Error("record schema " + std::to_string(header.schema) + " is not supported (this driftgate reads " +
                 std::to_string(k_record_schema_version) + "); re-run with this driftgate version");
@@ -217,8 +233,8 @@ RunHeader parse_header(const Json& json) {
   header.environment = parse_environment(field(json, "environment"));
   if (json.contains("shard")) {
     const Json& shard = json["shard"];
-    header.shard.index = static_cast<int>(integer(shard, "index"));
-    header.shard.count = static_cast<int>(integer(shard, "count"));
+    header.shard.index = small_integer(shard, "index");
+    header.shard.count = small_integer(shard, "count");
     if (header.shard.count < 1 || header.shard.index < 0 || header.shard.index >= header.shard.count) {
       throw Error("shard " + std::to_string(header.shard.index) + "/" + std::to_string(header.shard.count) +
                   " is out of range (index must be 0..count-1)");
@@ -241,6 +257,14 @@ RunHeader parse_header(const Json& json) {
     experiment.targets = strings(item, "targets");
     experiment.tolerance = parse_tolerance(field(item, "tolerance"));
     experiment.tolerance_origin = text(item, "tolerance_origin");
+    require_printable(experiment.name, "experiment name");
+    for (const auto& name : experiment.inputs) {
+      require_printable(name, "input name");
+    }
+    require_printable(experiment.reference, "reference backend name");
+    for (const auto& name : experiment.targets) {
+      require_printable(name, "target backend name");
+    }
     header.experiments.push_back(std::move(experiment));
   }
   return header;
@@ -278,6 +302,13 @@ CheckRecord parse_check(const Json& json) {
   const Json& timings = field(json, "timings_ms");
   check.reference_ms = to_number(field(timings, "reference"));
   check.target_ms = to_number(field(timings, "target"));
+  // Each part in turn, so that the message names the one that holds the character.
+  require_printable(check.experiment, "experiment name");
+  require_printable(check.input, "input name");
+  require_printable(check.reference, "reference backend name");
+  require_printable(check.target, "target backend name");
+  require_printable(check.output, "output name");
+  require_printable(check.id, "check id");
   if (check.id != make_check_id(check.experiment, check.input, check.reference, check.target, check.output)) {
     throw Error("check id '" + check.id + "' does not match its parts");
   }
@@ -289,6 +320,7 @@ RunSummary parse_summary(const Json& json) {
   for (const auto& item : field(json, "experiments")) {
     ExperimentSummary experiment;
     experiment.name = text(item, "name");
+    require_printable(experiment.name, "experiment name");
     experiment.inputs = integer(item, "inputs");
     experiment.targets = integer(item, "targets");
     experiment.outputs = integer(item, "outputs");
@@ -568,7 +600,7 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
       if (have_summary) {
         throw Error("a line after the summary; the summary must be the last line");
       }
-      Json json = Json::parse(line);
+      Json json = parse_json_strict(line);
       if (!json.is_object()) {
         throw Error("expected a JSON object");
       }
@@ -625,7 +657,7 @@ RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_message
 namespace {
 
 Json parse_object_line(std::string_view line) {
-  Json json = Json::parse(line);
+  Json json = parse_json_strict(line);
   if (!json.is_object()) {
     throw Error("expected a JSON object");
   }
@@ -663,10 +695,8 @@ CheckRecord parse_check_line(std::string_view line, CheckLineParser& fast) {
 }
 
 RunHeader read_run_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
-  }
+  InputFile file(path, k_run_file);
+  std::istream& in = file.stream();
   std::string line;
   int line_number = 0;
   while (std::getline(in, line)) {
@@ -676,7 +706,7 @@ RunHeader read_run_header(const std::string& path) {
     }
     // The same checks and messages as parse_run's first line.
     try {
-      Json json = Json::parse(line);
+      Json json = parse_json_strict(line);
       if (!json.is_object()) {
         throw Error("expected a JSON object");
       }
@@ -695,14 +725,11 @@ RunHeader read_run_header(const std::string& path) {
   throw Error(path + ": empty or no header line; is this a driftgate run file?");
 }
 
-RunFile read_run_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
-  }
-  struct stat info {};
-  size_t size_hint = ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) ? static_cast<size_t>(info.st_size) : 0;
-  return parse_run_lines(in, path, true, size_hint);
+RunFile read_run_file(const std::string& path) { return read_run_file(path, k_run_file); }
+
+RunFile read_run_file(const std::string& path, const InputKind& kind) {
+  InputFile file(path, kind);
+  return parse_run_lines(file.stream(), path, true, static_cast<size_t>(file.size()));
 }
 
 }  // namespace driftgate

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/environment.h"
+#include "core/input_file.h"
 #include "core/tier2_profile.h"
 
 namespace driftgate {
@@ -273,7 +274,10 @@ RunFile parse_run(std::istream& in, const std::string& name_for_messages);
 // parse_run with every line through the DOM reader: the oracle that tests (and
 // fuzzers) hold the fast path to.
 RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_messages);
+// Reads a run file through core/input_file.h: a regular file within the cap of
+// `kind` (k_run_file; k_baseline_file for a stored baseline), else driftgate::Error.
 RunFile read_run_file(const std::string& path);
+RunFile read_run_file(const std::string& path, const InputKind& kind);
 // One line of each kind as parse_run reads it (for readers built on this format,
 // core/run_digest.h). They throw driftgate::Error or nlohmann's exception on a line
 // parse_run would refuse; a check line goes through the simdjson fast path first.

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/id_order.h"
+#include "core/input_file.h"
 #include "core/text_compare.h"
 
 namespace driftgate {
@@ -96,24 +97,18 @@ class MappedBytes : public ReadBytes {
   size_t m_size;
 };
 
-std::shared_ptr<const ReadBytes> open_bytes(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw Error(path + ": cannot open run file (" + std::strerror(errno) + ")");
-  }
-  struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-    auto size = static_cast<size_t>(info.st_size);
-    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+std::shared_ptr<const ReadBytes> open_bytes(const std::string& path, const InputKind& kind) {
+  InputFile file(path, kind);  // a regular file within the cap, or driftgate::Error
+  if (file.size() > 0) {
+    auto size = static_cast<size_t>(file.size());
+    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
     if (address != MAP_FAILED) {
-      ::close(fd);
       ::madvise(address, size, MADV_SEQUENTIAL);
       return std::make_shared<MappedBytes>(address, size);
     }
   }
-  ::close(fd);
-  // A pipe, an empty file or a file that cannot be mapped: read it (read_file's errors).
-  return std::make_shared<StringBytes>(read_file(path));
+  // An empty file or one that cannot be mapped: read it.
+  return std::make_shared<StringBytes>(file.read_all());
 }
 
 // An istream over bytes in memory, for the strict reader, without a copy.
@@ -637,8 +632,8 @@ RunDigest digest_bytes(const std::shared_ptr<const ReadBytes>& bytes, const std:
 
 }  // namespace
 
-RunDigest read_run_digest(const std::string& path, const RunDigest* like) {
-  return digest_bytes(open_bytes(path), path, like);
+RunDigest read_run_digest(const std::string& path, const RunDigest* like, const InputKind& kind) {
+  return digest_bytes(open_bytes(path, kind), path, like);
 }
 
 RunDigest digest_run_text(std::string text, const std::string& name_for_messages, const RunDigest* like) {

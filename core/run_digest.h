@@ -95,7 +95,7 @@ struct RunDigest {
 // (read_check_like), so those are not scanned again. The result shares like's name
 // blocks (its vouched checks keep like's views of id, experiment and output), so it
 // stays valid after `like` is gone.
-RunDigest read_run_digest(const std::string& path, const RunDigest* like = nullptr);
+RunDigest read_run_digest(const std::string& path, const RunDigest* like = nullptr, const InputKind& kind = k_run_file);
 // The same over bytes already in memory (a git note), named `name_for_messages`.
 RunDigest digest_run_text(std::string text, const std::string& name_for_messages, const RunDigest* like = nullptr);
 // A digest over a parsed run: its views point into `run`'s records (lines are written

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
 #include "core/suggest.h"
 
 namespace driftgate {
@@ -304,7 +305,7 @@ TaskSpec parse_task(const YAML::Node& node, const std::string& path, const std::
     task.labels_path = resolve_path(base_dir, reader.scalar(labels, "labels"));
     std::string text;
     try {
-      text = read_file(task.labels_path);
+      text = read_input_file(task.labels_path, k_labels_file);
     } catch (const Error& e) {
       reader.fail(labels, "labels file '" + labels.Scalar() + "' cannot be read (" + e.what() + ")");
     }

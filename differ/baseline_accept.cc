@@ -10,6 +10,8 @@
 
 #include "core/check_json.h"
 #include "core/error.h"
+#include "core/safe_text.h"
+#include "core/strict_json.h"
 #include "core/text_compare.h"
 #include "differ/baseline_store.h"
 
@@ -53,9 +55,11 @@ std::string Acceptance::to_json_line() const {
 Acceptance parse_acceptance(const std::string& line, const std::string& where) {
   Json json;
   try {
-    json = Json::parse(line);
+    json = parse_json_strict(line);
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": not valid JSON (" + e.what() + "); the acceptance log is truncated or was edited");
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
   }
   if (!json.is_object()) {
     throw Error(where + ": expected a JSON object");
@@ -209,6 +213,10 @@ std::string shell_quote(const std::string& text) {
   });
   if (safe) {
     return text;
+  }
+  if (!first_invisible(text).empty()) {
+    // A NUL would cut the word in a shell, U+202E would show it in another order.
+    return ansi_c_quote(text);
   }
   std::string quoted = "'";
   for (char c : text) {

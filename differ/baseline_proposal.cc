@@ -6,12 +6,15 @@
 #include <deque>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 
 #include "core/atomic_file.h"
 #include "core/check_json.h"
 #include "core/environment.h"
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/strict_json.h"
 #include "differ/baseline_accept.h"
 #include "differ/baseline_store.h"
 
@@ -126,9 +129,11 @@ size_t count_member(const Json& json, const char* key, const std::string& where)
 Json parse_object(const std::string& line, const std::string& where) {
   Json json;
   try {
-    json = Json::parse(line);
+    json = parse_json_strict(line);
   } catch (const nlohmann::json::exception& e) {
     refuse(where, std::string("not valid JSON (") + e.what() + ")");
+  } catch (const Error& e) {
+    refuse(where, e.what());
   }
   if (!json.is_object()) {
     refuse(where, "expected a JSON object");
@@ -189,10 +194,13 @@ ProposalCounts write_baseline_proposal(const std::string& path, const RunDigest&
 }
 
 BaselineProposal read_baseline_proposal(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(path + ": cannot open the proposal; driftgate diff writes it beside --report (or at --propose FILE)");
+  std::optional<InputFile> file;
+  try {
+    file.emplace(path, k_proposal_file);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; driftgate diff writes the proposal beside --report (or at --propose FILE)");
   }
+  std::istream& in = file->stream();
   BaselineProposal proposal;
   std::string line;
   size_t number = 0;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
 
 namespace driftgate {
 
@@ -136,8 +137,10 @@ std::string DirectoryStore::path_of(const std::string& env_key, const std::strin
 }
 
 bool DirectoryStore::contains(const std::string& env_key, const std::string& sha) const {
+  // Anything at the path counts: a FIFO, a directory or a link to /dev/zero where a
+  // baseline belongs is an error when read (core/input_file.h), never a missing baseline.
   std::error_code ec;
-  return fs::is_regular_file(path_of(env_key, sha), ec);
+  return fs::exists(fs::symlink_status(path_of(env_key, sha), ec));
 }
 
 std::optional<RunDigest> BaselineStore::load_digest(const std::string& env_key, const std::string& sha,
@@ -169,7 +172,7 @@ std::optional<RunFile> DirectoryStore::load(const std::string& env_key, const st
     return std::nullopt;
   }
   std::string path = path_of(env_key, sha);
-  RunFile run = read_run_file(path);
+  RunFile run = read_run_file(path, k_baseline_file);
   require_named(path, run.header, env_key, sha);
   return run;
 }
@@ -180,7 +183,7 @@ std::optional<RunDigest> DirectoryStore::load_digest(const std::string& env_key,
     return std::nullopt;
   }
   std::string path = path_of(env_key, sha);
-  RunDigest digest = read_run_digest(path, like);
+  RunDigest digest = read_run_digest(path, like, k_baseline_file);
   require_named(path, digest.header, env_key, sha);
   return digest;
 }
@@ -202,7 +205,7 @@ std::string DirectoryStore::save_accepted(const RunFile& run, const std::string&
   write_file_atomic(path, content.str());
   if (!acceptance_line.empty()) {
     std::string log_path = acceptance_path_of(env_key, run.header.commit.sha);
-    std::string log = fs::exists(log_path, ec) ? read_file(log_path) : "";
+    std::string log = fs::exists(fs::symlink_status(log_path, ec)) ? read_input_file(log_path, k_acceptance_log) : "";
     if (!log.empty() && log.back() != '\n') {
       throw Error(log_path + ": the last line is truncated; fix or remove the line before accepting again");
     }
@@ -222,10 +225,10 @@ std::vector<std::pair<std::string, std::string>> DirectoryStore::acceptance_log(
   std::vector<std::pair<std::string, std::string>> lines;
   std::string path = acceptance_path_of(env_key, sha);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
+  if (!fs::exists(fs::symlink_status(path, ec))) {
     return lines;
   }
-  std::istringstream in(read_file(path));
+  std::istringstream in(read_input_file(path, k_acceptance_log));
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     lines.emplace_back(path + ":" + std::to_string(number), line);
@@ -274,11 +277,11 @@ std::vector<std::string> DirectoryStore::env_keys() const {
 std::vector<std::string> DirectoryStore::shas(const std::string& env_key) const {
   require_env_key(env_key);
   std::vector<std::string> names = list_directory(
-      (fs::path(m_root) / env_key).string(), [](const fs::directory_entry& entry, const std::string& name) {
-        std::error_code ec;
+      (fs::path(m_root) / env_key).string(), [](const fs::directory_entry& /*entry*/, const std::string& name) {
         std::string suffix = k_suffix;
+        // Whatever the entry is: one that is not a regular file fails when read, by name.
         return name.size() == 40 + suffix.size() && name.compare(40, suffix.size(), suffix) == 0 &&
-               is_commit_sha(name.substr(0, 40)) && entry.is_regular_file(ec);
+               is_commit_sha(name.substr(0, 40));
       });
   for (auto& name : names) {
     name.resize(40);

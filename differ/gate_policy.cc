@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/input_file.h"
 #include "core/suggest.h"
 
 namespace driftgate {
@@ -268,7 +269,7 @@ GatePolicy parse_gate_policy(const std::string& text, const std::string& name, c
 }
 
 GatePolicy load_gate_policy(const std::string& path, const std::string& today) {
-  return parse_gate_policy(read_file(path), path, today);
+  return parse_gate_policy(read_input_file(path, k_gate_policy_file), path, today);
 }
 
 }  // namespace driftgate

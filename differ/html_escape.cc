@@ -1,11 +1,13 @@
 #include "differ/html_escape.h"
 
+#include "core/safe_text.h"
+
 namespace driftgate {
 
 std::string html_escape(const std::string& text) {
   std::string escaped;
   escaped.reserve(text.size());
-  for (char c : text) {
+  for (char c : escape_invisible(text, /*keep_whitespace=*/true)) {
     switch (c) {
       case '&':
         escaped += "&amp;";

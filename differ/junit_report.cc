@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/safe_text.h"
+
 namespace driftgate {
 
 namespace {
@@ -48,11 +50,22 @@ void render_case(std::ostream& out, const Report& report, const CheckDiff& check
 
 }  // namespace
 
-std::string xml_escape(const std::string& text) {
+std::string xml_escape(const std::string& raw) {
+  // C0 controls (but tab and line breaks) and DEL become U+FFFD, not allowed in XML 1.0
+  // even as character references; C1, bidi and zero-width characters are escaped.
+  std::string replaced;
+  for (char c : raw) {
+    auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t' && c != '\r') || byte == 0x7f) {
+      replaced += k_replacement;
+    } else {
+      replaced += c;
+    }
+  }
+  const std::string text = escape_invisible(replaced, /*keep_whitespace=*/true);
   std::string escaped;
   escaped.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
-    unsigned char byte = static_cast<unsigned char>(text[i]);
     switch (text[i]) {
       case '&':
         escaped += "&amp;";
@@ -80,10 +93,6 @@ std::string xml_escape(const std::string& text) {
         continue;
       default:
         break;
-    }
-    if (byte < 0x20 || byte == 0x7f) {
-      escaped += k_replacement;  // not allowed in XML 1.0, even as a character reference
-      continue;
     }
     escaped += text[i];
   }

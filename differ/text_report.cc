@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/safe_text.h"
+
 namespace driftgate {
 
 namespace {
@@ -106,7 +108,8 @@ std::string terminal_safe(const std::string& text) {
       c = '?';
     }
   }
-  return safe;
+  // C1 controls, bidi and zero-width characters, bytes that are not UTF-8.
+  return escape_invisible(safe);
 }
 
 std::string render_text(const Report& report, const TextOptions& options) {

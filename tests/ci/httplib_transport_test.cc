@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -140,6 +141,100 @@ TEST(HttplibTransport, ReadTimeoutAndRefusedConnectionAreTransportErrors) {
   HttpResponse refused = HttplibTransport().send(HttpRequest{"GET", "http://127.0.0.1:1/", {}, ""});
   EXPECT_EQ(refused.status, 0);
   EXPECT_NE(refused.transport_error.find("could not connect"), std::string::npos) << refused.transport_error;
+}
+
+// `size` zero bytes, gzip-compressed (256 MiB: about 1 MiB at Z_BEST_SPEED): a decompression bomb.
+std::string gzip_of_zeros(size_t size) {
+  z_stream stream{};
+  EXPECT_EQ(deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);  // 16: gzip
+  std::string zeros(1 << 20, '\0');
+  std::string out;
+  std::string chunk(1 << 16, '\0');
+  for (size_t done = 0; done < size; done += zeros.size()) {
+    stream.next_in = reinterpret_cast<Bytef*>(zeros.data());
+    stream.avail_in = static_cast<uInt>(zeros.size());
+    int flush = done + zeros.size() >= size ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      stream.next_out = reinterpret_cast<Bytef*>(chunk.data());
+      stream.avail_out = static_cast<uInt>(chunk.size());
+      deflate(&stream, flush);
+      out.append(chunk.data(), chunk.size() - stream.avail_out);
+    } while (stream.avail_out == 0);
+  }
+  deflateEnd(&stream);
+  return out;
+}
+
+constexpr size_t k_huge = size_t{256} << 20;
+
+// Also run under `prlimit --as` (tests/ci/CMakeLists.txt): reading either body whole
+// (the 256 MiB stream, or the bomb inflated) does not fit in that address space.
+TEST(HttplibTransport, BodyOverTheCapIsATransportErrorAndNoMoreIsRead) {
+  httplib::Server server;
+  size_t served = 0;
+  server.Get("/huge", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider("application/json", [&](size_t offset, httplib::DataSink& sink) {
+      if (offset >= k_huge) {
+        sink.done();
+        return true;
+      }
+      std::string block(1 << 16, ' ');
+      served = offset + block.size();
+      return sink.write(block.data(), block.size());
+    });
+  });
+  Running running(server);
+  HttpResponse response = HttplibTransport().send(
+      HttpRequest{"GET", "http://127.0.0.1:" + std::to_string(running.port()) + "/huge", {}, ""});
+  EXPECT_EQ(response.status, 0);
+  EXPECT_EQ(response.body, "");
+  EXPECT_EQ(response.transport_error,
+            "the response body is over the limit of 32 MiB (counted after decompression); is --api-url the API root?");
+  EXPECT_LT(served, k_huge) << "the client read the whole body";
+}
+
+TEST(HttplibTransport, GzipBombIsCutAtTheCapWhileInflating) {
+  const std::string bomb = gzip_of_zeros(k_huge);
+  EXPECT_LT(bomb.size(), k_huge / 100);  // a hundredfold expansion at least
+  httplib::Server server;
+  server.Get("/bomb", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_header("Content-Encoding", "gzip");
+    // Not a type httplib's server compresses again.
+    response.set_content(bomb, "application/octet-stream");
+  });
+  Running running(server);
+  HttpResponse response = HttplibTransport().send(
+      HttpRequest{"GET", "http://127.0.0.1:" + std::to_string(running.port()) + "/bomb", {}, ""});
+  EXPECT_EQ(response.status, 0);
+  EXPECT_NE(response.transport_error.find("over the limit of 32 MiB (counted after decompression)"), std::string::npos)
+      << response.transport_error;
+}
+
+TEST(HttplibTransport, TheCapIsExactAndCountsInflatedBytes) {
+  const std::string small = gzip_of_zeros(1 << 20);  // 1 MiB inflated, far less on the wire
+  httplib::Server server;
+  server.Get("/n", [](const httplib::Request& request, httplib::Response& response) {
+    response.set_content(std::string(std::stoul(request.get_param_value("size")), 'x'), "application/octet-stream");
+  });
+  server.Get("/gz", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_header("Content-Encoding", "gzip");
+    response.set_content(small, "application/octet-stream");
+  });
+  Running running(server);
+  std::string base = "http://127.0.0.1:" + std::to_string(running.port());
+  HttpResponse fits = HttplibTransport({}, "", 1000).send(HttpRequest{"GET", base + "/n?size=1000", {}, ""});
+  EXPECT_EQ(fits.status, 200) << fits.transport_error;
+  EXPECT_EQ(fits.body, std::string(1000, 'x'));
+  HttpResponse over = HttplibTransport({}, "", 1000).send(HttpRequest{"GET", base + "/n?size=1001", {}, ""});
+  EXPECT_EQ(over.status, 0);
+  EXPECT_EQ(
+      over.transport_error,
+      "the response body is over the limit of 1000 bytes (counted after decompression); is --api-url the API root?");
+  HttpResponse inflated = HttplibTransport({}, "", 1 << 20).send(HttpRequest{"GET", base + "/gz", {}, ""});
+  EXPECT_EQ(inflated.status, 200) << inflated.transport_error;
+  EXPECT_EQ(inflated.body, std::string(1 << 20, '\0'));
+  HttpResponse too_big = HttplibTransport({}, "", (1 << 20) - 1).send(HttpRequest{"GET", base + "/gz", {}, ""});
+  EXPECT_EQ(too_big.status, 0) << "the cap counts inflated bytes, not bytes on the wire";
 }
 
 TEST(HttplibTransport, RefusesPlainHttpBeyondLoopback) {

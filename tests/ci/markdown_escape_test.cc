@@ -10,6 +10,11 @@ TEST(MarkdownEscape, CodeSpanFenceOutgrowsBackticksAndKeepsOneLine) {
   EXPECT_EQ(code_span("a``b"), "```a``b```");
   EXPECT_EQ(code_span("`x`"), "`` `x` ``");
   EXPECT_EQ(code_span("a\nb|c"), "`a b\\|c`");
+  // U+202E would reorder what a reviewer reads; a NUL would cut a pasted command.
+  EXPECT_EQ(code_span(std::string("e0/\xE2\x80\xAEx\0y", 9)), "`e0/\\u202ex\\x00y`");
+  EXPECT_EQ(escape_text("a\xE2\x80\xAE"
+                        "b"),
+            "a\\\\u202eb");
 }
 
 TEST(MarkdownEscape, TextCannotMentionLinkOrInjectHtml) {

@@ -50,7 +50,7 @@ if grep -qF "$token" "$work/out"; then echo "FAIL: the token appears in the dry-
 GITHUB_EVENT_PATH="$work/event.json" "$driftgate" post github "$work/report.json" --dry-run \
   --trend-markdown "$work/no-trend.md" > "$work/out" 2>&1
 check "missing trend" 2 $?
-contains "missing trend" "$work/out" "--trend-markdown $work/no-trend.md: cannot read"
+contains "missing trend" "$work/out" "--trend-markdown $work/no-trend.md: cannot open trend markdown file (No such file or directory)"
 if grep -qF "POST " "$work/out"; then echo "FAIL: missing trend: a request was made"; failures=$((failures + 1)); fi
 
 printf '| commit | pass rate |\n|:--|--:|\n| `abc1234` | 100%% |\n' > "$work/trend.md"

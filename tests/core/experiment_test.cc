@@ -1,6 +1,7 @@
 #include "core/experiment.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -203,8 +204,17 @@ const BadConfig k_bad_configs[] = {
      "DIR/x.yaml:5:47: unknown nms mode 'nativ'; did you mean 'native'? (one of: stable, native)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntask: {kind: "
      "classification, outputs: out, labels: none.txt}\n",
-     "DIR/x.yaml:5:52: labels file 'none.txt' cannot be read (DIR/none.txt: cannot read (No such file or "
-     "directory))"},
+     "DIR/x.yaml:5:52: labels file 'none.txt' cannot be read (DIR/none.txt: cannot open labels file (No such file "
+     "or directory))"},
+    // Issue 24: a labels file that never ends is refused by its kind, not read until allocation fails.
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntask: {kind: "
+     "classification, outputs: out, labels: /dev/zero}\n",
+     "DIR/x.yaml:5:52: labels file '/dev/zero' cannot be read (/dev/zero: a character device, not a regular file; "
+     "driftgate reads a labels file only from a regular file (save the data to a file and pass that))"},
+    // A Latin-1 file name would end the run with a JSON type_error after every check ran.
+    {"name: a\nmodel: caf\xE9.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:2:8: model file 'caf\\xe9.pt': the path holds the byte 0xE9 (not UTF-8); run files and reports "
+     "hold paths as UTF-8 text, so rename the file"},
 };
 
 TEST_F(ExperimentTest, TaskSectionIsParsed) {
@@ -271,6 +281,30 @@ TEST_F(ExperimentTest, LoadNamesMissingFileAndDirectory) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos);
+  }
+}
+
+// Issue 24: a FIFO as the config hung `run` in open(); /dev/zero was read without end.
+TEST_F(ExperimentTest, LoadRefusesAFifoOrADeviceWithoutBlocking) {
+  std::string fifo = (m_dir / "fifo.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    load_experiment(fifo);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), fifo +
+                                         ": a FIFO (named pipe), not a regular file; driftgate reads an experiment "
+                                         "config only from a regular file (save the data to a file and pass that)");
+  }
+  EXPECT_THROW(load_experiment("/dev/zero"), Error);
+  // A config path that is not UTF-8 is refused before it is read.
+  try {
+    load_experiment((m_dir / "caf\xE9.yaml").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), m_dir.string() +
+                                         "/caf\\xe9.yaml: the config's path holds the byte 0xE9 (not UTF-8); run "
+                                         "files and reports hold paths as UTF-8 text, so rename the file");
   }
 }
 

@@ -103,6 +103,8 @@ TEST(TextReport, PlainByDefaultColouredOnRequestAndTerminalSafe) {
   std::string colored = render_text(report, TextOptions{true});
   EXPECT_EQ(colored.substr(0, colored.find('\n')), "driftgate: \x1b[1;31mFAIL\x1b[0m - 2 regressed, 1 new, 1 fixed");
   EXPECT_EQ(terminal_safe("a\x1b\x07\nb\x7f"), "a?? b?");
+  // Bidi overrides, C1 controls and bytes that are not UTF-8 show as escapes, never as themselves.
+  EXPECT_EQ(terminal_safe("exp/\xE2\x80\xAEtxt.exe\xC2\x9B/caf\xE9"), "exp/\\u202etxt.exe\\u009b/caf\\xe9");
 }
 
 TEST(JunitReport, OneTestcasePerCheckFailuresForGatedEscaped) {

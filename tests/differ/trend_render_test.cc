@@ -56,6 +56,9 @@ TrendData sample_trend() {
 TEST(HtmlEscapeTest, EscapesMarkupAndQuotes) {
   EXPECT_EQ(html_escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
   EXPECT_EQ(markdown_cell_escape("a|b `c`\nd<e>"), "a&#124;b &#96;c&#96; d&lt;e&gt;");
+  EXPECT_EQ(html_escape("a\xE2\x80\xAE"
+                        "b\x01"),
+            "a\\u202eb\\x01");
 }
 
 TEST(TrendHtmlTest, IsOneSelfContainedPageWithEscapedText) {
