@@ -98,11 +98,22 @@ TEST_F(GithubTargetTest, WorkflowRunOfAForkPullIsVerifiedThroughTheApi) {
 TEST_F(GithubTargetTest, WorkflowRunKeepsEveryListedPullRequest) {
   nlohmann::json payload = event("workflow_run.completed.json");
   payload["workflow_run"]["event"] = "pull_request";
-  payload["workflow_run"]["pull_requests"] = nlohmann::json::array(
-      {nlohmann::json{{"number", 4}}, nlohmann::json{{"number", "x"}}, nlohmann::json{{"number", 9}}});
+  payload["workflow_run"]["pull_requests"] =
+      nlohmann::json::array({nlohmann::json{{"number", 4}}, nlohmann::json{{"number", 9}}});
   GithubTarget target = resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{});
   EXPECT_EQ(target.listed_prs, (std::vector<int>{4, 9}));
   EXPECT_EQ(target.pr, 0) << "each is verified, none is taken on trust";
+  // A number GitHub never writes ("x", or one past int's range that would truncate to another PR)
+  // means the payload is not GitHub's: refused, naming the entry, rather than skipped.
+  for (const nlohmann::json& bad : {nlohmann::json("x"), nlohmann::json(4294967298LL)}) {
+    payload["workflow_run"]["pull_requests"][1]["number"] = bad;
+    try {
+      resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{});
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("workflow_run.pull_requests[1].number"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(GithubTargetTest, WorkflowRunOfANonPullRequestRunHasNothingToPostTo) {

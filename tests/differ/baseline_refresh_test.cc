@@ -283,7 +283,7 @@ TEST(BaselineAccept, GlobsAndShellWordsAreExact) {
   EXPECT_EQ(shell_quote("it's $HOME"), "'it'\\''s $HOME'");
   EXPECT_EQ(shell_quote("~x"), "'~x'");
   // A NUL or U+202E in a suggested command: shown as escapes that bash turns back into them.
-  EXPECT_EQ(shell_quote(std::string("e0/a\0b/out", 11)), "$'e0/a\\x00b/out'");
+  EXPECT_EQ(shell_quote(std::string("e0/a\0b/out", 10)), "$'e0/a\\x00b/out'");
   EXPECT_EQ(shell_quote("e0/it's\xE2\x80\xAE/out"), "$'e0/it\\'s\\xe2\\x80\\xae/out'");
   EXPECT_THROW(parse_acceptance("{\"when\":1}", "log:1"), Error);
   // A repeated key in an acceptance log line is refused where it is.

@@ -214,11 +214,15 @@ TEST(BaselineStore, ListingsIgnoreEverythingThatIsNotABaseline) {
   std::filesystem::create_directories(dir / "baselines/not-a-key");
   write_file_atomic(dir / ("baselines/" + key + "/notes.txt"), "x\n");
   write_file_atomic(dir / ("baselines/" + key + "/" + k_other_sha + ".jsonl.tmp.abc123"), "partial");
-  std::filesystem::create_directories(dir / ("baselines/" + key + "/" + k_other_sha + ".jsonl"));
 
   EXPECT_EQ(store.env_keys(), std::vector<std::string>{key});
   EXPECT_EQ(store.shas(key), std::vector<std::string>{k_sha});
   EXPECT_FALSE(store.contains(key, k_other_sha));
+  // A directory where a baseline belongs is not ignored (the gate would go neutral): it is
+  // listed, and reading it is an error that names it.
+  std::filesystem::create_directories(dir / ("baselines/" + key + "/" + k_other_sha + ".jsonl"));
+  EXPECT_TRUE(store.contains(key, k_other_sha));
+  EXPECT_THROW(store.load(key, k_other_sha), Error);
 }
 
 TEST(BaselineStore, LoadRefusesAFileWhosePathDisagreesWithItsHeader) {
