@@ -203,6 +203,25 @@ Json parse_report(const std::string& text, const std::string& path) {
     if (!check.is_object() || !check.contains("id") || !check["id"].is_string() || !check.contains("class")) {
       throw bad("a check without \"id\" or \"class\"");
     }
+    if (check.contains("gated") && !check["gated"].is_boolean()) {
+      throw bad("a check whose \"gated\" is not true or false");
+    }
+  }
+  // The fields the renderers read with a type: a fork's report that types them otherwise
+  // is refused here, never a type error half-way through a comment.
+  if (report.contains("env_mismatch") && !report["env_mismatch"].is_boolean()) {
+    throw bad("\"env_mismatch\" is not true or false");
+  }
+  for (const auto& [name, count] : report["counts"].items()) {
+    if (!count.is_number_integer() || count.get<long long>() < 0 ||
+        count.get<long long>() > std::numeric_limits<int>::max()) {
+      throw bad("\"counts\"." + name + " is not a count");
+    }
+  }
+  for (const char* list : {"notes", "experiment_changes"}) {
+    if (report.contains(list) && !report[list].is_array()) {
+      throw bad(std::string("\"") + list + "\" is not a list");
+    }
   }
   return report;
 }

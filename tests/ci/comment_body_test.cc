@@ -221,6 +221,35 @@ TEST(CommentBody, RejectsWhatIsNotAReport) {
   EXPECT_NO_THROW(parse_report(test::make_report("pass", {}).dump(), "r.json"));
 }
 
+// Found by fuzz_report: a report typing a field the renderers read otherwise ("gated": "yes")
+// threw nlohmann's type_error half-way through the comment. Each is refused up front, by name.
+TEST(CommentBody, RejectsFieldsOfTheWrongType) {
+  nlohmann::json good = test::make_report("fail", {});
+  ASSERT_NO_THROW(parse_report(good.dump(), "r.json"));
+  auto refused = [&](nlohmann::json report, const std::string& why) {
+    try {
+      parse_report(report.dump(), "r.json");
+      ADD_FAILURE() << report.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json report = good;
+  report["checks"] = nlohmann::json::array({{{"id", "a/b"}, {"class", "regressed"}, {"gated", "yes"}}});
+  refused(report, "\"gated\" is not true or false");
+  report = good;
+  report["env_mismatch"] = 1;
+  refused(report, "\"env_mismatch\" is not true or false");
+  report = good;
+  report["counts"]["regressed"] = "3";
+  refused(report, "\"counts\".regressed is not a count");
+  report["counts"]["regressed"] = 4294967298LL;
+  refused(report, "\"counts\".regressed is not a count");
+  report = good;
+  report["notes"] = "a note";
+  refused(report, "\"notes\" is not a list");
+}
+
 // A value nested `depth` levels deep (arrays and objects alternating), with strings
 // full of brackets and escaped quotes that must not count.
 nlohmann::json nested(int depth) {
