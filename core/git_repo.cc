@@ -148,6 +148,19 @@ std::optional<std::string> shallow_merge_base(git_repository* repo, const git_oi
   return breadth_first(repo, b, [&](const std::string& hex) { return ancestors_of_a.count(hex) != 0; });
 }
 
+// The commit `sha` (40 hex digits) names, or an error saying how to fetch it.
+CommitPtr lookup_commit(git_repository* repo, const std::string& sha, const std::string& workdir) {
+  git_oid oid;
+  if (git_oid_fromstr(&oid, sha.c_str()) != 0) {
+    throw Error("invalid commit '" + sha + "': " + last_git_error());
+  }
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo, &oid) != 0) {
+    throw Error("unknown commit '" + sha + "' in " + workdir + "; fetch it (git fetch origin " + sha + ")");
+  }
+  return CommitPtr(raw);
+}
+
 }  // namespace
 
 std::optional<GitRepo> GitRepo::open(const std::string& path) {
@@ -278,15 +291,7 @@ std::vector<std::string> GitRepo::first_parent_walk(const std::string& start, in
 }
 
 std::vector<std::string> GitRepo::parents(const std::string& sha) const {
-  git_oid oid;
-  if (git_oid_fromstr(&oid, sha.c_str()) != 0) {
-    throw Error("invalid commit '" + sha + "': " + last_git_error());
-  }
-  git_commit* raw = nullptr;
-  if (git_commit_lookup(&raw, m_repo, &oid) != 0) {
-    throw Error("unknown commit '" + sha + "' in " + workdir() + "; fetch it (git fetch origin " + sha + ")");
-  }
-  CommitPtr commit(raw);
+  CommitPtr commit = lookup_commit(m_repo, sha, workdir());
   std::vector<std::string> result;
   for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i) {
     git_commit* parent = nullptr;
@@ -299,15 +304,7 @@ std::vector<std::string> GitRepo::parents(const std::string& sha) const {
 }
 
 bool GitRepo::changes_only_under(const std::string& sha, const std::string& prefix) const {
-  git_oid oid;
-  if (git_oid_fromstr(&oid, sha.c_str()) != 0) {
-    throw Error("invalid commit '" + sha + "': " + last_git_error());
-  }
-  git_commit* raw = nullptr;
-  if (git_commit_lookup(&raw, m_repo, &oid) != 0) {
-    throw Error("unknown commit '" + sha + "' in " + workdir() + "; fetch it (git fetch origin " + sha + ")");
-  }
-  CommitPtr commit(raw);
+  CommitPtr commit = lookup_commit(m_repo, sha, workdir());
   if (git_commit_parentcount(commit.get()) == 0) {
     return false;
   }
