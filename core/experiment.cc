@@ -1,15 +1,14 @@
 #include "core/experiment.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <optional>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -18,6 +17,7 @@
 #include "core/safe_text.h"
 #include "core/suggest.h"
 #include "core/tolerance.h"
+#include "core/yaml_check.h"
 
 namespace driftgate {
 
@@ -54,6 +54,58 @@ const char* enum_name(const EnumName<Enum> (&table)[N], Enum value) {
     }
   }
   return "unknown";
+}
+
+// Why `text`, a decimal number, is one a double cannot hold ("it overflows", "it underflows
+// to 0"), or "" when it is not such a number. Nonzero digits that read as 0 or as a denormal
+// (which has lost precision) underflow. `decoded` and `value` are yaml-cpp's reading: it
+// reads 1e-400 as 0 and fails on 1e400.
+std::string out_of_double_range(const std::string& text, bool decoded, double value) {
+  size_t at = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  size_t digits = 0;
+  bool nonzero = false;
+  for (; at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) || text[at] == '.'); ++at) {
+    digits += text[at] != '.';
+    nonzero = nonzero || (text[at] >= '1' && text[at] <= '9');
+  }
+  if (digits == 0 || (at < text.size() && text[at] != 'e' && text[at] != 'E')) {
+    return "";  // not a decimal number: .inf, .nan, words
+  }
+  if (!decoded) {
+    // strtod says which end (in the C locale: driftgate sets none).
+    errno = 0;
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || errno != ERANGE) {
+      return "";
+    }
+    if (std::isinf(value)) {
+      return "it overflows";
+    }
+  }
+  if (nonzero && value == 0.0) {
+    return "it underflows to 0";
+  }
+  if (nonzero && std::fpclassify(value) == FP_SUBNORMAL) {
+    return "it underflows to a denormal, losing digits";
+  }
+  return "";
+}
+
+// An optional sign and decimal digits, or 0x and hex digits: yaml-cpp's integer syntax.
+bool is_integer_literal(const std::string& text) {
+  size_t at = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
+  const bool hex = text.compare(at, 2, "0x") == 0 || text.compare(at, 2, "0X") == 0;
+  at += hex ? 2 : 0;
+  if (at == text.size()) {
+    return false;
+  }
+  for (; at < text.size(); ++at) {
+    if (!(hex ? std::isxdigit(static_cast<unsigned char>(text[at])) : std::isdigit(static_cast<unsigned char>(text[at])))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Reads one YAML document with positions, so every error can say file:line:col.
@@ -126,7 +178,14 @@ class Reader {
   double number(const YAML::Node& node, const std::string& what) const {
     std::string text = scalar(node, what);
     double value = 0.0;
-    if (!YAML::convert<double>::decode(node, value) || !std::isfinite(value)) {
+    const bool decoded = YAML::convert<double>::decode(node, value);
+    // yaml-cpp reads 1e-400 as 0 and 1e400 as a failure: say which end of the range it left.
+    if (std::string why = out_of_double_range(text, decoded, value); !why.empty()) {
+      fail(node.Mark(), what + " '" + text + "' is out of range (" + why +
+                            "): a double holds 0 and magnitudes from 2.2250738585072014e-308 to "
+                            "1.7976931348623157e+308; write a number in that range");
+    }
+    if (!decoded || !std::isfinite(value)) {
       fail(node.Mark(), what + " must be a finite number, got '" + text + "'");
     }
     return value;
@@ -136,6 +195,10 @@ class Reader {
     std::string text = scalar(node, what);
     int64_t value = 0;
     if (!YAML::convert<int64_t>::decode(node, value)) {
+      if (is_integer_literal(text)) {  // digits that do not fit in 64 bits
+        fail(node.Mark(), what + " must be between " + std::to_string(low) + " and " + std::to_string(high) +
+                              ", got " + text + " (out of range)");
+      }
       fail(node.Mark(), what + " must be a whole number, got '" + text + "'");
     }
     if (value < low || value > high) {
@@ -563,70 +626,18 @@ const char* to_string(MemoryFormat format) { return enum_name(k_formats, format)
 const char* to_string(GraphMode mode) { return enum_name(k_graphs, mode); }
 const char* to_string(Activations activations) { return enum_name(k_activations, activations); }
 
-namespace {
-
-// Notes where each document's root node starts and ignores everything else.
-class DocumentMarks : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override { m_in_root = true; }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { node(mark); }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    node(mark);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    node(mark);
-  }
-  void OnMapEnd() override {}
-  const std::vector<YAML::Mark>& roots() const { return m_roots; }
-
- private:
-  void node(const YAML::Mark& mark) {
-    if (m_in_root) {
-      m_roots.push_back(mark);
-      m_in_root = false;
-    }
-  }
-  bool m_in_root = false;
-  std::vector<YAML::Mark> m_roots;
-};
-
-// Where a second YAML document starts, if there is one. Reads at most two documents:
-// yaml-cpp 0.7's LoadAll never returns on some malformed input (e.g. ",\x9b"), whose
-// parser keeps reporting another document at the same place (found by
-// fuzz/fuzz_experiment). Such input is reported as invalid YAML.
-std::optional<YAML::Mark> second_document(const std::string& yaml_text) {
-  std::istringstream in(yaml_text);
-  YAML::Parser parser(in);
-  DocumentMarks marks;
-  for (int document = 0; document < 2 && parser.HandleNextDocument(marks); ++document) {
-  }
-  if (marks.roots().size() < 2) {
-    return std::nullopt;
-  }
-  if (marks.roots()[1].pos <= marks.roots()[0].pos) {
-    throw YAML::ParserException(marks.roots()[1], "the parser made no progress here (malformed input)");
-  }
-  return marks.roots()[1];
-}
-
-}  // namespace
-
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path) {
   Reader reader(path);
+  // NUL bytes, tabs, deep nesting, unknown tags; the first two documents' roots.
+  const std::vector<YAML::Mark> roots = check_yaml(yaml_text, path, 2);
+  if (roots.size() > 1) {
+    reader.fail(roots[1], "one experiment per file: found a second YAML document; split it into its own file");
+  }
   YAML::Node document;
-  std::optional<YAML::Mark> second;
   try {
     document = YAML::Load(yaml_text);
-    second = second_document(yaml_text);
   } catch (const YAML::Exception& e) {
     reader.fail(e.mark, "not valid YAML: " + e.msg);
-  }
-  if (second) {
-    reader.fail(*second, "one experiment per file: found a second YAML document; split it into its own file");
   }
   try {
     return parse_document(reader, document);

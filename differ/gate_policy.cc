@@ -9,6 +9,7 @@
 #include "core/file_util.h"
 #include "core/input_file.h"
 #include "core/suggest.h"
+#include "core/yaml_check.h"
 
 namespace driftgate {
 
@@ -225,6 +226,7 @@ GatePolicy parse_gate_policy(const std::string& text, const std::string& name, c
     throw Error("today '" + today + "' must be a date YYYY-MM-DD");
   }
   PolicyReader reader(name);
+  check_yaml(text, name);  // NUL bytes, tabs, deep nesting, unknown tags
   YAML::Node root;
   try {
     root = YAML::Load(text);

@@ -215,6 +215,48 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: caf\xE9.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:2:8: model file 'caf\\xe9.pt': the path holds the byte 0xE9 (not UTF-8); run files and reports "
      "hold paths as UTF-8 text, so rename the file"},
+    // Issue 24: 1e-400 was read as atol 0, 1e400 said "must be a finite number".
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: 1e-400, "
+     "rtol: 0}\n",
+     "DIR/x.yaml:5:19: atol '1e-400' is out of range (it underflows to 0): a double holds 0 and magnitudes from "
+     "2.2250738585072014e-308 to 1.7976931348623157e+308; write a number in that range"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: 1e400, "
+     "rtol: 0}\n",
+     "DIR/x.yaml:5:19: atol '1e400' is out of range (it overflows): a double holds 0 and magnitudes from "
+     "2.2250738585072014e-308 to 1.7976931348623157e+308; write a number in that range"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: -0.4e-319, "
+     "rtol: 0}\n",
+     "DIR/x.yaml:5:19: atol '-0.4e-319' is out of range (it underflows to a denormal, losing digits): a double holds 0 "
+     "and magnitudes from 2.2250738585072014e-308 to 1.7976931348623157e+308; write a number in that range"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 1.5E+309\n",
+     "DIR/x.yaml:5:12: timeout_s '1.5E+309' is out of range (it overflows): a double holds 0 and magnitudes from "
+     "2.2250738585072014e-308 to 1.7976931348623157e+308; write a number in that range"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: -.inf, "
+     "rtol: 0}\n",
+     "DIR/x.yaml:5:19: atol must be a finite number, got '-.inf'"},
+    // Issue 24: a seed of 2^64 said "must be a whole number".
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2], seed: 18446744073709551616}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:3:47: seed must be between 0 and 9223372036854775807, got 18446744073709551616 (out of range)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nrepeats: "
+     "-0x8000000000000001\n",
+     "DIR/x.yaml:5:10: repeats must be between 1 and 100, got -0x8000000000000001 (out of range)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nrepeats: 2.0\n",
+     "DIR/x.yaml:5:10: repeats must be a whole number, got '2.0'"},
+    // Issue 24: `!include` was ignored and "other.yaml" used as the model's path.
+    {"name: a\nmodel: !include other.yaml\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:2:8: unknown YAML tag '!include'; driftgate reads plain YAML and resolves no tags (there is no "
+     "include): remove the tag and write the value itself"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [!!binary 2]}}]\ntargets: [frozen]\n",
+     "DIR/x.yaml:3:37: unknown YAML tag '!!binary'; driftgate reads plain YAML and resolves no tags (there is no "
+     "include): remove the tag and write the value itself"},
+    {"%TAG !e! tag:example.com,2000:\n---\nname: a\nmodel: m.pt\ninputs: !e!list [{name: r, random: {shape: [2]}}]\n",
+     "DIR/x.yaml:5:9: unknown YAML tag 'tag:example.com,2000:list'; driftgate reads plain YAML and resolves no tags "
+     "(there is no include): remove the tag and write the value itself"},
+    // Issue 24: a tab in the indentation was "illegal map value" or "illegal block entry".
+    {"name: a\nmodel: m.pt\ninputs:\n\t- name: r\n",
+     "DIR/x.yaml:4:1: a tab in the indentation; YAML forbids tabs for indentation: replace it with spaces"},
+    {"name: a\nmodel: m.pt\ntolerance:\n  rule: normwise\n \tatol: 1\n",
+     "DIR/x.yaml:5:2: a tab in the indentation; YAML forbids tabs for indentation: replace it with spaces"},
 };
 
 TEST_F(ExperimentTest, TaskSectionIsParsed) {
@@ -272,6 +314,62 @@ TEST_F(ExperimentTest, MalformedConfigsGivePinnedMessages) {
   for (const auto& bad : k_bad_configs) {
     EXPECT_EQ(error_of(bad.text), bad.message) << "config:\n" << bad.text;
   }
+}
+
+// Numbers at the ends of a double's range, and explicit core tags, are accepted as written.
+TEST_F(ExperimentTest, NumbersAtTheEndsOfTheRangeAndCoreTagsAreAccepted) {
+  const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2], seed: 9223372036854775807}}]\n";
+  Experiment e = parse(head + "targets: [frozen]\ntolerance: {atol: 2.2250738585072014e-308, rtol: 0e-999}\n");
+  EXPECT_EQ(e.tolerance.atol, 0x1p-1022);  // DBL_MIN, written as hex by hand
+  EXPECT_EQ(e.tolerance.rtol, 0.0);
+  EXPECT_EQ(e.inputs[0].random.seed, uint64_t{9223372036854775807});
+  e = parse(head + "targets: [frozen]\ntolerance: {atol: !!float 1.7976931348623157e+308, rtol: !!str 1}\n");
+  EXPECT_EQ(e.tolerance.atol, 0x1.fffffffffffffp+1023);  // DBL_MAX
+  EXPECT_EQ(e.tolerance.rtol, 1.0);
+  // A tab that is not indentation, and one inside a flow list, is valid YAML.
+  e = parse(head + "targets: [frozen,\n\toptimized]\t# two\nrepeats:\t3\n");
+  EXPECT_EQ(e.targets.size(), 2u);
+  EXPECT_EQ(e.repeats, 3);
+}
+
+// Issue 24: a NUL byte was "unknown escape character", or kept inside a quoted value.
+TEST_F(ExperimentTest, NulByteIsRefusedWithItsPosition) {
+  const std::string nul(1, '\0');
+  EXPECT_EQ(error_of("name: a\nmodel: \"m" + nul + ".pt\"\n"),
+            "DIR/x.yaml:2:10: the file holds a NUL byte here, so it is not a text file; save it as UTF-8 text (UTF-16 "
+            "and UTF-32 are not read)");
+  // UTF-16LE "n\0a\0": yaml-cpp would read it as UTF-16.
+  EXPECT_EQ(error_of(std::string("n\0a\0", 4)),
+            "DIR/x.yaml:1:2: the file holds a NUL byte here, so it is not a text file; save it as UTF-8 text (UTF-16 "
+            "and UTF-32 are not read)");
+}
+
+// Issue 24: 10,000 levels of nesting ended in yaml-cpp's "bad file" (its guard at depth
+// 500); the guard at 64 levels holds far below any stack limit, also under ASan.
+TEST_F(ExperimentTest, DeepNestingIsRefusedAt64Levels) {
+  const std::string head = "name: a\nmodel: m.pt\ninputs: ";
+  const std::string message =
+      ": nesting deeper than 64 levels of lists and mappings starts here; driftgate's files need a few levels: look "
+      "for an unclosed '[' or '{' or runaway indentation";
+  // The root mapping is level 1, "inputs" level 2 at column 9: level 65 is the 64th '['.
+  EXPECT_EQ(error_of(head + std::string(10000, '[') + std::string(10000, ']') + "\n"), "DIR/x.yaml:3:72" + message);
+  // Unclosed, yaml-cpp reads each '[' after the first as a list holding a mapping whose
+  // key is the next list: two levels per '[', so level 65 starts at the 32nd '['.
+  EXPECT_EQ(error_of(head + std::string(10000, '[')), "DIR/x.yaml:3:" + std::to_string(9 + 32) + message);
+  std::string maps;
+  for (int level = 0; level < 10000; ++level) {
+    maps += "{a: ";
+  }
+  EXPECT_EQ(error_of(head + maps), "DIR/x.yaml:3:" + std::to_string(9 + 63 * 4) + message);
+  // Block mappings, one space deeper per line: level k starts at line k, column k.
+  std::string block;
+  for (int level = 0; level < 1000; ++level) {
+    block += std::string(static_cast<size_t>(level), ' ') + "a:\n";
+  }
+  EXPECT_EQ(error_of(block), "DIR/x.yaml:65:65" + message);
+  // 64 levels are read, and the config is judged on its content.
+  EXPECT_EQ(error_of(head + std::string(63, '[') + std::string(63, ']') + "\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:10: an input must be a mapping of keys to values, got a list");
 }
 
 TEST_F(ExperimentTest, LoadNamesMissingFileAndDirectory) {
