@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/image_check.h"
 #include "core/npy_file.h"
 
 namespace driftgate {
@@ -29,15 +30,21 @@ std::string channel_description(int channels) {
 }  // namespace
 
 at::Tensor load_image_input(const ImageInput& image) {
+  // Read once through the bounded reader and checked (CRCs, markers, truncation): stb_image
+  // would decode a damaged file into noise.
+  CheckedImage file = read_checked_image(image.path);
   int width = 0;
   int height = 0;
   int channels = 0;
-  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load(image.path.c_str(), &width, &height, &channels, 0),
-                                                   stbi_image_free);
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(file.bytes.data()), static_cast<int>(file.bytes.size()),
+                            &width, &height, &channels, 0),
+      stbi_image_free);
   if (!pixels) {
     const char* reason = stbi_failure_reason();
-    throw Error("image '" + image.path + "' cannot be read: " + (reason ? reason : "unknown reason") +
-                "; check that the file exists and is a PNG, JPEG, BMP or PNM image");
+    throw Error("image '" + image.path + "' (" + image_format_name(file.info.format) +
+                ") cannot be decoded: " + (reason ? reason : "unknown reason") +
+                "; the file is damaged or uses a feature the decoder lacks: re-export it as an 8-bit PNG");
   }
   if (channels != 3) {
     throw Error("image '" + image.path + "' has " + channel_description(channels) +

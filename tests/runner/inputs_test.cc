@@ -20,6 +20,24 @@ std::string write_pnm(const std::string& path, const std::string& magic, int wid
   return path;
 }
 
+std::string from_hex(const std::string& hex) {
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return bytes;
+}
+
+// Written by Python (zlib, struct): a 2x2 RGB PNG (red, green / blue, white) and an 8x8
+// baseline JPEG of grey 128 (tests/core/image_check_test.cc has both, byte by byte).
+const std::string k_png = from_hex(
+    "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001249444154789c63f8cfc0c000c20cff8100001fee"
+    "05fb0bd9688b0000000049454e44ae426082");
+const std::string k_jpeg = from_hex(
+    "ffd8ffdb0043000101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101"
+    "0101010101010101010101010101ffc00011080008000803011100021100031100ffc40014000100000000000000000000000000000000ffc4"
+    "0014100100000000000000000000000000000000ffda000c03010002000300003f0003ffd9");
+
 std::string error_of(const ImageInput& image) {
   try {
     load_image_input(image);
@@ -84,13 +102,51 @@ TEST(ImageInput, ErrorsNameTheFileAndSayWhatToDo) {
   EXPECT_NE(gray.find("image '" + image.path + "' has 1 channel (grayscale)"), std::string::npos) << gray;
   EXPECT_NE(gray.find("convert it"), std::string::npos) << gray;
 
+  // Damaged files are refused by core/image_check.h before the decoder sees them.
   image.path = dir + "/corrupt.png";
   std::ofstream(image.path) << "\x89PNG but not really";
   std::string corrupt = error_of(image);
-  EXPECT_EQ(corrupt.rfind("image '" + image.path + "' cannot be read: ", 0), 0u) << corrupt;
+  EXPECT_EQ(corrupt.rfind("image '" + image.path + "': the PNG signature is damaged", 0), 0u) << corrupt;
+
+  image.path = dir + "/bad_crc.png";
+  std::string png = k_png;
+  png[45] = static_cast<char>(png[45] ^ 1);
+  std::ofstream(image.path, std::ios::binary) << png;
+  EXPECT_EQ(error_of(image), "image '" + image.path +
+                                 "': chunk IDAT at byte 33 has a bad CRC (stored 0x0bd9688b, computed 0x96d689fd); the "
+                                 "file is corrupt, re-export it");
 
   image.path = dir + "/missing.png";
-  EXPECT_EQ(error_of(image).rfind("image '" + image.path + "' cannot be read", 0), 0u);
+  EXPECT_EQ(error_of(image), image.path + ": cannot open image (No such file or directory)");
+}
+
+// The checked bytes reach the decoder: PNG and JPEG pixels as Python wrote them.
+TEST(ImageInput, DecodesPngAndJpegFromTheCheckedBytes) {
+  std::string dir = testing::fresh_dir("inputs_formats");
+  ImageInput image;
+  image.path = dir + "/rgbw.png";
+  std::ofstream(image.path, std::ios::binary) << k_png;
+  at::Tensor png = load_image_input(image);
+  ASSERT_EQ(png.sizes().vec(), (std::vector<int64_t>{1, 3, 2, 2}));
+  // Red, green / blue, white: channel c of pixel (y, x).
+  EXPECT_EQ(png[0][0][0][0].item<float>(), 1.0f);
+  EXPECT_EQ(png[0][1][0][0].item<float>(), 0.0f);
+  EXPECT_EQ(png[0][1][0][1].item<float>(), 1.0f);
+  EXPECT_EQ(png[0][2][1][0].item<float>(), 1.0f);
+  EXPECT_EQ(png[0][0][1][0].item<float>(), 0.0f);
+  EXPECT_EQ(png.select(2, 1).select(2, 1).min().item<float>(), 1.0f);
+
+  image.path = dir + "/grey.jpg";
+  std::ofstream(image.path, std::ios::binary) << k_jpeg;
+  at::Tensor jpeg = load_image_input(image);
+  ASSERT_EQ(jpeg.sizes().vec(), (std::vector<int64_t>{1, 3, 8, 8}));
+  EXPECT_EQ(jpeg.min().item<float>(), 128.0f / 255.0f);
+  EXPECT_EQ(jpeg.max().item<float>(), 128.0f / 255.0f);
+
+  std::ofstream(image.path, std::ios::binary) << k_jpeg.substr(0, 2) << "garbage";
+  EXPECT_EQ(error_of(image), "image '" + image.path +
+                                 "': expected a marker at byte 2, found 0x67 (not 0xff); the file is corrupt, "
+                                 "re-export it");
 }
 
 TEST(MakeInput, ErrorsNameTheInput) {
@@ -102,7 +158,8 @@ TEST(MakeInput, ErrorsNameTheInput) {
     make_input(spec);
     FAIL() << "no error for a missing image";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("input 'cat': image '/nonexistent/cat.png'", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()),
+              "input 'cat': /nonexistent/cat.png: cannot open image (No such file or directory)");
   }
 }
 
