@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -136,6 +137,38 @@ std::vector<Experiment> load_all(const std::vector<std::string>& configs) {
   return experiments;
 }
 
+// The run file must not replace a file the run reads (its config, model, images,
+// tensors or labels): `run x.yaml -o x.yaml` would overwrite the config with results.
+// Checked before anything runs; the same file reached by another name or a link counts.
+void refuse_output_over_input(const std::vector<Experiment>& experiments, const std::string& output_path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(output_path, ec)) {
+    return;  // every input exists, so a new file cannot be one of them
+  }
+  auto check = [&](const std::string& input, const std::string& what) {
+    std::error_code equivalent_ec;
+    if (std::filesystem::equivalent(output_path, input, equivalent_ec)) {
+      throw Error("driftgate run: -o " + output_path + " is " + what + " (" + input +
+                  "); the run file would overwrite it: write it elsewhere, e.g. -o run.jsonl");
+    }
+  };
+  for (const Experiment& experiment : experiments) {
+    const std::string of = " of experiment '" + experiment.name + "'";
+    check(experiment.config_path, "the config" + of);
+    check(experiment.model_path, "the model" + of);
+    for (const InputSpec& input : experiment.inputs) {
+      if (input.kind == InputSpec::Kind::k_image) {
+        check(input.image.path, "the image of input '" + input.name + "'" + of);
+      } else if (input.kind == InputSpec::Kind::k_tensor) {
+        check(input.tensor.path, "the tensor of input '" + input.name + "'" + of);
+      }
+    }
+    if (experiment.task && !experiment.task->labels_path.empty()) {
+      check(experiment.task->labels_path, "the labels file" + of);
+    }
+  }
+}
+
 CommitInfo commit_of(const std::string& repo_path) {
   std::optional<GitRepo> repo = GitRepo::open(repo_path);
   if (!repo) {
@@ -257,6 +290,7 @@ int cmd_run(CommandContext& context) {
   TimingTrace::Phase total(trace, "total after start");
   TimingTrace::Phase phase(trace, "load configs");
   std::vector<Experiment> experiments = load_all(request->configs);
+  refuse_output_over_input(experiments, request->output_path);
   phase.end();
   TimingTrace::Phase commit_phase(trace, "commit (git HEAD)");
   CommitInfo commit = commit_of(request->repo);

@@ -51,6 +51,7 @@ constexpr StatusName k_status_names[] = {
     {CheckStatus::k_ref_nondeterministic, "ref_nondeterministic"},
     {CheckStatus::k_skipped, "skipped"},
     {CheckStatus::k_fail_task, "fail_task"},
+    {CheckStatus::k_nonfinite_output, "nonfinite_output"},
 };
 
 double to_number(const Json& value) {

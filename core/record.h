@@ -46,6 +46,7 @@ enum class CheckStatus {
   k_ref_nondeterministic,  // the reference differs from itself between repeats by more than the tolerance
   k_skipped,               // the backend is not available in this build or on this machine; message says why
   k_fail_task,             // tier 3: the task answer changed beyond the task tolerances (class, boxes, mask)
+  k_nonfinite_output,      // every element is NaN or infinite in both outputs alike: nothing was compared
 };
 
 const char* to_string(CheckStatus status);

@@ -211,6 +211,33 @@ void collect_graph_constants(const torch::jit::Block* block, std::vector<const v
   }
 }
 
+// Why the module's forward cannot take the one input driftgate feeds (a tensor, or
+// a list of tensors for detection models), or "".
+std::string forward_signature_problem(const torch::jit::Module& module) {
+  auto forward = module.find_method("forward");  // c10::optional in LibTorch 1.13
+  if (!forward) {
+    return "the module has no forward method; driftgate calls forward(input)";
+  }
+  const auto& arguments = forward->function().getSchema().arguments();
+  std::vector<std::string> required;
+  for (size_t i = 1; i < arguments.size(); ++i) {  // arguments[0] is self
+    if (!arguments[i].default_value()) {
+      required.push_back(arguments[i].name());
+    }
+  }
+  if (arguments.size() >= 2 && required.size() <= 1 && (required.empty() || required[0] == arguments[1].name())) {
+    return "";
+  }
+  std::string names;
+  for (const auto& name : required) {
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  return "forward takes " + std::to_string(required.size()) + " required inputs" +
+         (names.empty() ? "" : " (" + names + ")") +
+         "; driftgate feeds one tensor (or one list of tensors): wrap the model in a module whose forward "
+         "takes one input";
+}
+
 }  // namespace
 
 const char* to_string(BackendStage stage) {
@@ -284,7 +311,12 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
     register_torchvision_ops();  // detection models need torchvision::nms at load
     instance.m_module = torch::jit::load(source.model_path, device_of(spec.device));
   } catch (const std::exception& e) {
-    instance.fail(BackendStage::k_load, e);
+    throw ModelFileError(source.config_path + ": model '" + source.model_path +
+                         "' cannot be loaded by LibTorch " + TORCH_VERSION + ": " + torch_error_summary(e) +
+                         "; re-export it with torch.jit.script or torch.jit.trace and torch.jit.save");
+  }
+  if (std::string problem = forward_signature_problem(instance.m_module); !problem.empty()) {
+    throw ModelFileError(source.config_path + ": model '" + source.model_path + "': " + problem);
   }
   try {
     instance.apply_dtype();
@@ -371,7 +403,9 @@ void BackendInstance::apply_graph_mode() {
 }
 
 at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
-  at::Tensor prepared = input;
+  // The copy is one input-sized memcpy per forward; .to() alone returns `input`
+  // itself when dtype and device already match.
+  at::Tensor prepared = input.clone();
   if (prepared.is_floating_point() && !m_spec.autocast) {
     prepared = prepared.to(device_of(m_spec.device), scalar_type(m_spec.dtype));
   } else {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/experiment.h"
 
 namespace driftgate {
@@ -32,6 +33,15 @@ struct BackendSource {
   int default_threads = 1;  // used when the spec's threads is 0
 };
 
+// The model file itself cannot be used: LibTorch's loader refuses it (a corrupt
+// archive or pickle, a format this LibTorch does not read) or its forward does not take
+// the one tensor driftgate feeds. Unlike every other backend failure this says nothing
+// about a backend, so the runner turns it into a config error (exit 2, no run file).
+class ModelFileError : public Error {
+ public:
+  using Error::Error;
+};
+
 // One stage of an instance's life, named in errors.
 enum class BackendStage { k_load, k_convert, k_freeze, k_optimize, k_optimize_mobile, k_forward };
 const char* to_string(BackendStage stage);
@@ -40,8 +50,9 @@ class BackendInstance {
  public:
   // Loads and prepares the model for `spec`. A backend that cannot run in this
   // build or on this machine (CUDA without a GPU, float16 on the CPU) comes back
-  // skipped, with the reason, and holds no module. Throws driftgate::Error when
-  // loading or converting fails.
+  // skipped, with the reason, and holds no module. Throws ModelFileError when the
+  // file cannot be loaded or its forward takes other arguments than one tensor (or
+  // a list of tensors), driftgate::Error when converting it fails.
   static BackendInstance load(const BackendSpec& spec, const BackendSource& source);
 
   // Move-only: copying a torch::jit::Module copies a handle, not the model, and
@@ -57,7 +68,9 @@ class BackendInstance {
   // The intra-op threads each forward runs with (the spec's, or the default).
   int threads() const { return m_threads; }
 
-  // The input as this backend sees it: its dtype, its memory format, its device.
+  // The input as this backend sees it: its dtype, its memory format, its device;
+  // always a fresh tensor, never `input` itself, so a model that changes its input
+  // in place (x.add_(1)) cannot change what the next forward or backend is given.
   at::Tensor prepare_input(const at::Tensor& input) const;
 
   // prepare_input, then forward() with the backend's oneDNN flag and thread

@@ -25,6 +25,7 @@ enum MessageKind : char {
   k_loaded = 'L',   // the instance loaded; forwards follow
   k_skipped = 'S',  // payload: the reason
   k_load_error = 'E',
+  k_model_error = 'M',  // payload: why the model file cannot be used (ModelFileError)
   k_forwards = 'F',  // payload: pickled (outputs tuple, times list)
   k_forward_error = 'X',
 };
@@ -145,6 +146,9 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
     try {
       TimingTrace::Phase phase(trace, traced + ": load");
       instance.emplace(BackendInstance::load(stages[stage].spec, source));
+    } catch (const ModelFileError& e) {
+      send(fd, k_model_error, tag, 0, e.what());  // the same file for every stage: nothing more to run
+      ::_exit(0);
     } catch (const Error& e) {
       send(fd, k_load_error, tag, 0, e.what());
       if (stage == 0) {
@@ -330,6 +334,10 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
       }
       BackendRun& run = runs[stage];
       switch (message.kind) {
+        case k_model_error:
+          run.model_error = message.text();
+          stage = stages.size();
+          break;
         case k_load_error:
         case k_skipped:
           (message.kind == k_skipped ? run.skip_reason : run.load_error) = message.text();
@@ -393,6 +401,9 @@ BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, 
     if (alias_reference != nullptr && !alias_reference->skipped()) {
       check_no_shared_storage(*alias_reference, *instance);
     }
+  } catch (const ModelFileError& e) {
+    run.model_error = e.what();
+    return run;
   } catch (const Error& e) {
     run.load_error = e.what();
     return run;

@@ -49,6 +49,7 @@ struct InputRun {
 struct BackendRun {
   std::string skip_reason;  // the backend cannot run here (nothing was loaded)
   std::string load_error;   // loading threw, crashed or timed out
+  std::string model_error;  // the model file itself cannot be used (ModelFileError); nothing else ran
   bool load_timed_out = false;
   std::vector<InputRun> inputs;  // one per input; untouched where not wanted
 };

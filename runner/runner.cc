@@ -82,6 +82,9 @@ class ExperimentRun {
       }
       TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": isolated backends (fork to last output)");
       m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s, m_trace);
+      for (const BackendRun& run : m_isolated_runs) {
+        refuse_model_error(run);
+      }
     }
     TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": " +
                                           (m_backend_options.isolate ? "comparison, oracle, tier 2 and 3"
@@ -104,6 +107,15 @@ class ExperimentRun {
   }
 
  private:
+  // A model file LibTorch cannot load, or whose forward does not take one input, is
+  // a config error: it stops the run (exit 2, no run file) instead of filling it with
+  // crash_ref checks.
+  static void refuse_model_error(const BackendRun& run) {
+    if (!run.model_error.empty()) {
+      throw ModelFileError(run.model_error);
+    }
+  }
+
   void run_reference() {
     m_reference_results.resize(m_inputs.size());
     m_reference_errors.resize(m_inputs.size());
@@ -112,6 +124,7 @@ class ExperimentRun {
                                                 : run_backend(m_experiment.reference, m_source, m_inputs,
                                                               std::vector<bool>(m_inputs.size(), true),
                                                               m_backend_options, nullptr, &m_reference_instance);
+    refuse_model_error(m_reference_run);
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       InputRun& input = m_reference_run.inputs[i];
       if (!input.forwards) {
@@ -144,6 +157,7 @@ class ExperimentRun {
     BackendRun oracle = m_backend_options.isolate
                             ? std::move(m_isolated_runs[1])
                             : run_backend(oracle_backend(), m_source, m_inputs, wanted, options, reference_instance());
+    refuse_model_error(oracle);
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (!oracle.load_error.empty() || !oracle.skip_reason.empty()) {
         m_oracle_errors[i] = "the float64 oracle failed: " + oracle.load_error + oracle.skip_reason;
@@ -229,6 +243,7 @@ class ExperimentRun {
     BackendRun target = m_backend_options.isolate
                             ? std::move(m_isolated_runs[(m_experiment.oracle ? 2 : 1) + t])
                             : run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
+    refuse_model_error(target);
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (auto problem = reference_problem(i)) {
         fill(i, t, problem->first, problem->second);
@@ -245,8 +260,54 @@ class ExperimentRun {
     }
   }
 
+  // Why the reference's own repeats on `input` do not agree, or nullopt. Each later
+  // repeat is judged against the first by tier 1 itself (the configured rule and
+  // tolerance; assert_close's for the oracle rule, which needs no oracle here), so
+  // "nondeterministic" means what "fail" means for a target. A reference that
+  // disagrees with itself cannot be compared with: every check on the input gets
+  // ref_nondeterministic, never a verdict on the target. repeat_max_abs (computed
+  // with the forwards) skips the comparison where the repeats are identical.
+  std::optional<std::string> reference_instability(size_t input, const BackendSpec& spec) const {
+    const Forwards& reference = *m_reference_results[input];
+    const bool identical = std::all_of(reference.repeat_max_abs.begin(), reference.repeat_max_abs.end(),
+                                       [](const auto& entry) { return entry.second == 0.0; });
+    if (reference.outputs.size() < 2 || identical) {
+      return std::nullopt;
+    }
+    CompareOptions options;
+    options.tolerance = configured_tolerance(m_experiment, spec);
+    if (options.tolerance.rule == ToleranceRule::k_oracle) {
+      options.tolerance.rule = ToleranceRule::k_assert_close;
+    }
+    options.tolerance_per_dtype = m_experiment.tolerance_per_dtype;
+    options.reference_device = m_experiment.reference.device;
+    options.target_device = m_experiment.reference.device;
+    for (size_t r = 1; r < reference.outputs.size(); ++r) {
+      std::vector<LeafComparison> leaves;
+      try {
+        leaves = compare_outputs(reference.outputs.front(), reference.outputs[r], options);
+      } catch (const std::exception& e) {
+        return "the reference's repeat " + std::to_string(r + 1) + " cannot be compared with its first: " + e.what();
+      }
+      for (const LeafComparison& leaf : leaves) {
+        if (leaf.status != CheckStatus::k_pass && leaf.status != CheckStatus::k_nonfinite_output) {
+          return "the reference '" + m_experiment.reference.name + "' gives other outputs on repeat " +
+                 std::to_string(r + 1) + " than on its first forward, so nothing can be compared with it: " +
+                 leaf.output + ": " + to_string(leaf.status) + ": " + leaf.message +
+                 " (a model with randomness left in eval mode, e.g. dropout or an unseeded random op; or "
+                 "state kept between forwards)";
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
   void compare(size_t input, size_t t, const BackendSpec& spec, const Forwards& forwards) {
     const Forwards& reference = *m_reference_results[input];
+    if (std::optional<std::string> instability = reference_instability(input, spec)) {
+      fill(input, t, CheckStatus::k_ref_nondeterministic, *instability);
+      return;
+    }
     CompareOptions options;
     options.tolerance = m_experiment.tolerance;
     options.tolerance_per_dtype = m_experiment.tolerance_per_dtype;

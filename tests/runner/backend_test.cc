@@ -206,14 +206,17 @@ TEST_F(BackendTest, UnavailableBackendsAreSkippedWithAReason) {
       << fused_instance.skip_reason();
 }
 
-TEST_F(BackendTest, LoadFailureNamesConfigBackendStageAndModel) {
+TEST_F(BackendTest, LoadFailureIsAModelFileErrorNamingConfigAndModel) {
   std::string broken = testing::save_broken_model(m_dir);
   try {
     BackendInstance::load(backend("cpu_fp32"), BackendSource{"configs/x.yaml", broken, 1});
     FAIL() << "loading a broken model did not throw";
-  } catch (const Error& e) {
+  } catch (const ModelFileError& e) {
     std::string message = e.what();
-    EXPECT_EQ(message.rfind("configs/x.yaml: backend 'cpu_fp32': load of '" + broken + "' failed: ", 0), 0u) << message;
+    EXPECT_EQ(message.rfind("configs/x.yaml: model '" + broken + "' cannot be loaded by LibTorch ", 0), 0u) << message;
+    EXPECT_NE(message.find("; re-export it with torch.jit.script or torch.jit.trace and torch.jit.save"),
+              std::string::npos)
+        << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "runner/backend.h"
 #include "test_models.h"
 
 namespace driftgate {
@@ -105,23 +106,74 @@ TEST(Runner, CrashesAndUnavailableBackendsBecomeRecords) {
   EXPECT_EQ(count_lines(log.str()), 8) << log.str();
 }
 
-TEST(Runner, ReferenceThatCannotLoadGivesOneErrorPerTargetAndInput) {
+// A model file LibTorch cannot load is the config's problem, not the reference's:
+// the run stops (cmd_run: exit 2, no run file) instead of writing crash_ref checks.
+TEST(Runner, ModelThatCannotLoadStopsTheRun) {
   std::string dir = testing::fresh_dir("runner_broken");
   Experiment experiment = make_experiment(dir, "broken", testing::save_broken_model(dir));
   experiment.inputs = {random_input("one", {1, 3}, 1), random_input("two", {1, 3}, 2)};
   experiment.targets = {backend("plain"), backend("other")};
+  for (bool isolate : {false, true}) {
+    std::ostringstream log;
+    RunnerOptions options;
+    options.isolate = isolate;
+    try {
+      run_experiments({experiment}, testing::k_test_commit, Environment{}, options, log);
+      FAIL() << "a model LibTorch cannot load gave a run (isolate " << isolate << ")";
+    } catch (const ModelFileError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind(experiment.config_path + ": model '" + experiment.model_path +
+                                  "' cannot be loaded by LibTorch ",
+                              0),
+                0u)
+          << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << "summarised, not pasted: " << message;
+    }
+    EXPECT_EQ(log.str(), "");
+  }
+}
+
+TEST(Runner, ForwardWithTwoInputsStopsTheRun) {
+  std::string dir = testing::fresh_dir("runner_two_inputs");
+  Experiment experiment = make_experiment(dir, "two", testing::save_hostile_model(dir, "two_inputs"));
+  experiment.inputs = {random_input("one", {1, 3}, 1)};
+  experiment.targets = {backend("plain")};
   std::ostringstream log;
-  RunFile result = run({experiment}, log);
-  ASSERT_EQ(result.checks.size(), 4u);
-  EXPECT_EQ(result.summary.expected_checks, 4);
-  for (const auto& check : result.checks) {
-    EXPECT_EQ(check.status, CheckStatus::k_crash_ref);
-    EXPECT_EQ(check.output, "*");
-    EXPECT_EQ(check.message.rfind("the reference failed, so there is nothing to compare with: " +
-                                      experiment.config_path + ": backend 'cpu_fp32': load of",
-                                  0),
-              0u)
-        << check.message;
+  try {
+    run({experiment}, log);
+    FAIL() << "a forward of two inputs was run";
+  } catch (const ModelFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("forward takes 2 required inputs (x, y)"), std::string::npos) << e.what();
+  }
+}
+
+// Issue 24's model behaviours, in process and isolated (one child runs every backend
+// in turn, so an input changed in place would reach the next backend there too).
+TEST(Runner, ModelBehaviourIsNotBlamedOnTheTarget) {
+  std::string dir = testing::fresh_dir("runner_hostile");
+  struct Case {
+    std::string kind;
+    CheckStatus expected;
+  };
+  for (const Case& c : {Case{"in_place", CheckStatus::k_pass}, Case{"all_nan", CheckStatus::k_nonfinite_output},
+                        Case{"random", CheckStatus::k_ref_nondeterministic},
+                        Case{"growing", CheckStatus::k_ref_nondeterministic}}) {
+    Experiment experiment = make_experiment(dir, c.kind, testing::save_hostile_model(dir, c.kind));
+    // Five columns: "growing" slices 1, 2 on the first input and 3, 4 on the second.
+    experiment.inputs = {random_input("one", {1, 5}, 1), random_input("two", {2, 5}, 2)};
+    experiment.targets = {backend("plain"), backend("other")};
+    for (bool isolate : {false, true}) {
+      std::ostringstream log;
+      RunnerOptions options;
+      options.isolate = isolate;
+      RunFile result = run_experiments({experiment}, testing::k_test_commit, Environment{}, options, log);
+      ASSERT_EQ(result.checks.size(), 4u) << c.kind;
+      for (const auto& check : result.checks) {
+        EXPECT_EQ(check.status, c.expected) << c.kind << " isolate " << isolate << ": " << check.id << ": "
+                                            << check.message;
+        EXPECT_EQ(is_failure(check.status), c.expected != CheckStatus::k_pass) << c.kind;
+      }
+    }
   }
 }
 

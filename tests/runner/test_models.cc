@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "tests/support/zip_writer.h"
 
@@ -88,6 +89,23 @@ std::string save_broken_model(const std::string& dir) {
       {{"broken/data.pkl", "not a pickle"},
        {"broken/code/__torch__/broken.py", "def forward(self, x):\n"},
        {"broken/version", "3\n"}});
+  return path;
+}
+
+std::string save_hostile_model(const std::string& dir, const std::string& kind) {
+  const std::map<std::string, std::string> bodies = {
+      {"in_place", "def forward(self, x):\n    x.add_(1.0)\n    return x * self.w\n"},
+      {"all_nan", "def forward(self, x):\n    return x * self.w * float('nan')\n"},
+      {"random", "def forward(self, x):\n    return x * self.w + torch.rand_like(x)\n"},
+      {"growing", "def forward(self, x):\n    self.calls = self.calls + 1\n    return x[:, :self.calls] * self.w\n"},
+      {"two_inputs", "def forward(self, x, y):\n    return x * self.w + y\n"},
+  };
+  torch::jit::Module module("Hostile");
+  module.register_parameter("w", ramp({1}, 0.0, 1.5), false);
+  module.register_attribute("calls", c10::IntType::get(), c10::IValue(int64_t{0}));
+  module.define(bodies.at(kind));
+  std::string path = dir + "/" + kind + ".pt";
+  module.save(path);
   return path;
 }
 

@@ -27,6 +27,14 @@ std::string save_raising_model(const std::string& dir);
 // A file that is not a TorchScript archive.
 std::string save_broken_model(const std::string& dir);
 
+// A model that misbehaves as `kind` says (issue 24's hostile models):
+//   "in_place"   x.add_(1.0) on its input, then x * w: deterministic once each forward gets a fresh input
+//   "all_nan"    x * w * nan: every element NaN
+//   "random"     x + rand_like(x): other values on every forward
+//   "growing"    x[:, :calls] with calls counted per instance: another shape on each forward
+//   "two_inputs" forward(self, x, y): not callable with the one input driftgate feeds
+std::string save_hostile_model(const std::string& dir, const std::string& kind);
+
 // A backend spec with everything explicit; `configure` style helpers below.
 BackendSpec backend(const std::string& name);
 BackendSpec backend_with_dtype(const std::string& name, DType dtype);
