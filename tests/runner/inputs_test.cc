@@ -116,6 +116,15 @@ TEST(ImageInput, ErrorsNameTheFileAndSayWhatToDo) {
                                  "': chunk IDAT at byte 33 has a bad CRC (stored 0x0bd9688b, computed 0x96d689fd); the "
                                  "file is corrupt, re-export it");
 
+  // What passes the checker but not the decoder: a row filter type of 5 (valid CRCs and zlib).
+  image.path = dir + "/bad_filter.png";
+  std::ofstream(image.path, std::ios::binary) << from_hex(
+      "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001249444154789c63fdcfc0c000c20cff8100"
+      "0020340600114af6460000000049454e44ae426082");
+  EXPECT_EQ(error_of(image), "image '" + image.path +
+                                 "' (PNG) cannot be decoded: invalid filter; the file is damaged or uses a feature the "
+                                 "decoder lacks: re-export it as an 8-bit PNG");
+
   image.path = dir + "/missing.png";
   EXPECT_EQ(error_of(image), image.path + ": cannot open image (No such file or directory)");
 }
