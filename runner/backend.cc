@@ -352,10 +352,21 @@ void BackendInstance::apply_dtype() {
   }
 }
 
+// What PyTorch's module.to(memory_format=torch.channels_last) does to each 4-D parameter
+// and buffer, and x.to(memory_format=...) to the input: Tensor::to, which re-strides a tensor
+// whose strides are ambiguous (1x1 and depthwise convolution weights), where
+// contiguous(ChannelsLast) would leave it as it is and choose other kernels than the user's
+// PyTorch pipeline (tests/runner/saved_inputs_test.cc compares with Python's output).
+namespace {
+at::Tensor to_channels_last(const at::Tensor& tensor) {
+  return tensor.to(tensor.options(), /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::ChannelsLast);
+}
+}  // namespace
+
 void BackendInstance::apply_channels_last() {
   auto convert = [](at::Tensor tensor) {
     if (tensor.dim() == 4) {
-      tensor.set_data(tensor.contiguous(at::MemoryFormat::ChannelsLast));
+      tensor.set_data(to_channels_last(tensor));
     }
   };
   for (const auto& parameter : m_module.named_parameters(/*recurse=*/true)) {
@@ -412,7 +423,7 @@ at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
     prepared = prepared.to(device_of(m_spec.device));
   }
   if (m_spec.memory_format == MemoryFormat::k_channels_last && prepared.dim() == 4) {
-    prepared = prepared.contiguous(at::MemoryFormat::ChannelsLast);
+    prepared = to_channels_last(prepared);
   }
   return prepared;
 }

@@ -8,10 +8,16 @@ and python3-numpy; generated, never committed).
    which the C++ test compares bit for bit with driftgate's make_random_input.
 2. .npy files as NumPy itself writes them (format versions 1.0, 2.0 and 3.0, big-endian),
    with the same values beside them as raw little-endian float32 (values.f32).
+3. channels_last as PyTorch does it: a model with a 3x3, a depthwise and a 1x1 convolution
+   (whose weights have ambiguous strides), scripted and saved in NCHW, then
+   `model.to(memory_format=torch.channels_last)` on `x.to(memory_format=torch.channels_last)`
+   in Python, one intra-op thread: its output and the strides each conv weight got, which the
+   C++ test compares with driftgate's `channels_last` backend on the saved file.
 
   /usr/bin/python3 tests/runner/saved_inputs.py OUT_DIR
 writes OUT_DIR/manifest.json and the files it names.
 """
+import copy
 import json
 import os
 import sys
@@ -52,8 +58,46 @@ def main(out):
         manifest["numpy"].append({"file": name, "shape": list(values.shape)})
     np.save(os.path.join(out, "float64.npy"), values.astype(np.float64))
     np.save(os.path.join(out, "fortran.npy"), np.asfortranarray(values[0, 0]))
+    manifest["channels_last"] = channels_last(out)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+class Blocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pointwise = torch.nn.Conv2d(8, 16, 1)
+        self.bn2 = torch.nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.stem(x)))
+        x = torch.relu(self.depthwise(x))
+        return torch.relu(self.bn2(self.pointwise(x)))
+
+
+def channels_last(out):
+    torch.set_num_threads(1)
+    torch.manual_seed(11)
+    model = Blocks().eval()
+    with torch.no_grad():
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.2, 0.2)
+    torch.jit.script(model).save(os.path.join(out, "blocks.pt"))
+    x = torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(3))
+    np.save(os.path.join(out, "blocks_input.npy"), x.numpy())
+    converted = copy.deepcopy(model).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        y = converted(x.to(memory_format=torch.channels_last))
+    np.save(os.path.join(out, "blocks_channels_last.npy"), y.contiguous().numpy())
+    strides = {name: list(p.stride()) for name, p in converted.named_parameters() if p.dim() == 4}
+    return {"model": "blocks.pt", "input": "blocks_input.npy", "output": "blocks_channels_last.npy",
+            "output_shape": list(y.shape), "weight_strides": strides}
 
 
 if __name__ == "__main__":

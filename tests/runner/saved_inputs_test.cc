@@ -1,16 +1,19 @@
 // Saved inputs against Python: driftgate's random inputs are exactly PyTorch's
 // torch.randn/torch.rand with torch.Generator().manual_seed(seed) (the README says so, and a
-// Python cross-check relies on it), and its .npy reader reads what NumPy writes.
+// Python cross-check relies on it), its .npy reader reads what NumPy writes, and its
+// channels_last backend is what PyTorch's module.to(memory_format=torch.channels_last) gives.
 // tests/runner/saved_inputs.py writes the files first (a CTest fixture).
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/npy_file.h"
+#include "runner/backend.h"
 #include "runner/inputs.h"
 
 namespace driftgate {
@@ -73,6 +76,33 @@ TEST(SavedInputs, AFileChangedSinceTheConfigWasLoadedIsRefused) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(SavedInputs, ChannelsLastIsWhatPyTorchsModuleToDoes) {
+  const nlohmann::json item = manifest()["channels_last"];
+  ASSERT_TRUE(item.is_object());
+  const BackendSpec* spec = nullptr;
+  for (const BackendSpec& builtin : builtin_backends()) {
+    if (builtin.name == "channels_last") {
+      spec = &builtin;
+    }
+  }
+  ASSERT_NE(spec, nullptr);
+  BackendInstance instance =
+      BackendInstance::load(*spec, BackendSource{"channels_last.yaml", dir() + "/" + item["model"].get<std::string>(), 1});
+  // The 1x1 weight's strides are ambiguous: contiguous(ChannelsLast) would keep (8, 1, 1, 1).
+  std::map<std::string, std::vector<int64_t>> strides;
+  for (const auto& parameter : instance.module().named_parameters(/*recurse=*/true)) {
+    if (parameter.value.dim() == 4) {
+      strides[parameter.name] = parameter.value.strides().vec();
+    }
+  }
+  EXPECT_EQ(strides, (item["weight_strides"].get<std::map<std::string, std::vector<int64_t>>>()));
+  at::Tensor input = load_tensor_input(TensorInput{dir() + "/" + item["input"].get<std::string>(), {}});
+  at::Tensor ours = instance.forward(input).toTensor().contiguous();
+  at::Tensor python = load_tensor_input(TensorInput{dir() + "/" + item["output"].get<std::string>(), {}});
+  ASSERT_EQ(ours.sizes().vec(), item["output_shape"].get<std::vector<int64_t>>());
+  EXPECT_TRUE(at::equal(ours, python)) << "max |difference| " << at::sub(ours, python).abs().max().item<float>();
 }
 
 }  // namespace
