@@ -1,8 +1,11 @@
 #include "app/cli_util.h"
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace driftgate {
 
@@ -29,6 +32,19 @@ bool parse_command_line(const std::string& name, const std::vector<std::string>&
       return false;
     }
     po::notify(variables);
+  } catch (const po::unknown_option& e) {
+    // The closest option of this subcommand: "--colour" → "--color".
+    std::string token = e.get_option_name();
+    std::string word = token.substr(0, token.find('='));
+    std::vector<std::string> names;
+    for (const auto& option : all.options()) {
+      if (!option->long_name().empty()) {
+        names.push_back("--" + option->long_name());
+      }
+    }
+    std::string suggestion = word.rfind("--", 0) == 0 ? did_you_mean(word, names) : "";
+    throw Error("driftgate " + name + ": unknown option '" + word + "'" + (suggestion.empty() ? ";" : suggestion) +
+                " driftgate " + name + " --help lists the options");
   } catch (const po::error& e) {
     throw Error("driftgate " + name + ": " + e.what() + "; see driftgate " + name + " --help");
   }

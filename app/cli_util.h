@@ -19,8 +19,10 @@ struct CommandHelp {
 
 // Parses `args` into `variables`. Adds --help itself. Positional options go into
 // `positional` names. Returns false when --help was printed to `out` (the command
-// then returns 0). Throws driftgate::Error "driftgate NAME: <what>; see driftgate
-// NAME --help" on an unknown or malformed option.
+// then returns 0). Throws driftgate::Error "driftgate NAME: unknown option '--colour';
+// did you mean '--color'? ..." (the closest long option of this subcommand, if any is
+// close) on an unknown option, "driftgate NAME: <what>; see driftgate NAME --help" on a
+// malformed one.
 bool parse_command_line(const std::string& name, const std::vector<std::string>& args,
                         const po::options_description& options, const po::positional_options_description& positional,
                         const CommandHelp& help, po::variables_map& variables, std::ostream& out);

@@ -6,12 +6,15 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "app/cli_util.h"
 #include "app/command.h"
 #include "core/error.h"
 #include "core/exit_code.h"
 #include "core/safe_text.h"
+#include "core/suggest.h"
 
 extern char** environ;
 
@@ -93,6 +96,12 @@ int main(int argc, char** argv) {
       return finish(to_int(ExitCode::k_error));
     }
   }
-  std::cerr << "error: unknown subcommand '" << driftgate::escape_invisible(argv[1]) << "'; see driftgate --help\n";
+  std::vector<std::string> names;
+  for (const auto& command : driftgate::command_table()) {
+    names.emplace_back(command.name);
+  }
+  std::string suggestion = driftgate::did_you_mean(argv[1], names);
+  std::cerr << "error: unknown command '" << driftgate::escape_invisible(argv[1]) << "'"
+            << (suggestion.empty() ? ";" : suggestion) << " driftgate --help lists the commands\n";
   return to_int(ExitCode::k_error);
 }

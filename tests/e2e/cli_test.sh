@@ -7,7 +7,13 @@ expect_contains "$work/stdout" "2  usage, input or environment error" "--help st
 expect_contains "$work/stdout" "baseline" "--help lists subcommands"
 expect_exit 2 "no subcommand exits 2" -- "$DRIFTGATE"
 expect_exit 2 "unknown subcommand exits 2" -- "$DRIFTGATE" frobnicate
-expect_contains "$work/stderr" "unknown subcommand 'frobnicate'; see driftgate --help" "unknown subcommand says what to try"
+expect_contains "$work/stderr" "error: unknown command 'frobnicate'; driftgate --help lists the commands" \
+  "unknown subcommand says what to try"
+expect_exit 2 "a misspelt subcommand exits 2" -- "$DRIFTGATE" dif
+expect_contains "$work/stderr" "error: unknown command 'dif'; did you mean 'diff'? driftgate --help lists the commands" \
+  "a misspelt subcommand: did you mean"
+expect_exit 2 "a misspelt subcommand exits 2 (baseline)" -- "$DRIFTGATE" basline update
+expect_contains "$work/stderr" "unknown command 'basline'; did you mean 'baseline'?" "did you mean 'baseline'"
 # Every subcommand --help lists (so a new one is covered), each with an example and the exit codes;
 # a build without LibTorch has no runner, so its run and explain refuse (checked below).
 "$DRIFTGATE" --help >"$work/help"
@@ -24,7 +30,24 @@ for sub in "${subcommands[@]}"; do
   expect_contains "$work/stdout" "Exit codes:" "$sub --help states the exit codes"
 done
 expect_exit 2 "unknown option exits 2" -- "$DRIFTGATE" diff --frobnicate
-expect_contains "$work/stderr" "see driftgate diff --help" "unknown option points at help"
+expect_contains "$work/stderr" "error: driftgate diff: unknown option '--frobnicate'; driftgate diff --help lists the options" \
+  "unknown option points at help"
+# A misspelt option: the closest option of that subcommand (each command's own options).
+expect_exit 2 "a misspelt option exits 2" -- "$DRIFTGATE" diff --colour
+expect_contains "$work/stderr" \
+  "error: driftgate diff: unknown option '--colour'; did you mean '--color'? driftgate diff --help lists the options" \
+  "--colour: did you mean '--color'"
+expect_exit 2 "a misspelt option with a value exits 2" -- "$DRIFTGATE" diff --colour=always "$work/none.jsonl"
+expect_contains "$work/stderr" "unknown option '--colour'; did you mean '--color'?" "--colour=always: did you mean '--color'"
+expect_exit 2 "a misspelt baseline option exits 2" -- "$DRIFTGATE" baseline list --stroe "$work/store"
+expect_contains "$work/stderr" "driftgate baseline: unknown option '--stroe'; did you mean '--store'?" \
+  "--stroe: did you mean '--store'"
+if [[ "${DRIFTGATE_WITH_TORCH:-1}" != "0" ]]; then
+  expect_exit 2 "a misspelt run option exits 2" -- "$DRIFTGATE" run --treads 2 x.yaml -o "$work/run.jsonl"
+  expect_contains "$work/stderr" "driftgate run: unknown option '--treads'; did you mean '--threads'?" \
+    "--treads: did you mean '--threads'"
+  expect_missing "$work/run.jsonl" "a misspelt option writes no run file"
+fi
 expect_exit 2 "diff of a missing run file exits 2" -- "$DRIFTGATE" diff "$work/none.jsonl"
 expect_contains "$work/stderr" "none.jsonl" "the error names the file"
 printf '{"type":"check"}\n' >"$work/bad.jsonl"
