@@ -3,9 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -54,58 +52,6 @@ const char* enum_name(const EnumName<Enum> (&table)[N], Enum value) {
     }
   }
   return "unknown";
-}
-
-// Why `text`, a decimal number, is one a double cannot hold ("it overflows", "it underflows
-// to 0"), or "" when it is not such a number. Nonzero digits that read as 0 or as a denormal
-// (which has lost precision) underflow. `decoded` and `value` are yaml-cpp's reading: it
-// reads 1e-400 as 0 and fails on 1e400.
-std::string out_of_double_range(const std::string& text, bool decoded, double value) {
-  size_t at = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
-  size_t digits = 0;
-  bool nonzero = false;
-  for (; at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) || text[at] == '.'); ++at) {
-    digits += text[at] != '.';
-    nonzero = nonzero || (text[at] >= '1' && text[at] <= '9');
-  }
-  if (digits == 0 || (at < text.size() && text[at] != 'e' && text[at] != 'E')) {
-    return "";  // not a decimal number: .inf, .nan, words
-  }
-  if (!decoded) {
-    // strtod says which end (in the C locale: driftgate sets none).
-    errno = 0;
-    char* end = nullptr;
-    value = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size() || errno != ERANGE) {
-      return "";
-    }
-    if (std::isinf(value)) {
-      return "it overflows";
-    }
-  }
-  if (nonzero && value == 0.0) {
-    return "it underflows to 0";
-  }
-  if (nonzero && std::fpclassify(value) == FP_SUBNORMAL) {
-    return "it underflows to a denormal, losing digits";
-  }
-  return "";
-}
-
-// An optional sign and decimal digits, or 0x and hex digits: yaml-cpp's integer syntax.
-bool is_integer_literal(const std::string& text) {
-  size_t at = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
-  const bool hex = text.compare(at, 2, "0x") == 0 || text.compare(at, 2, "0X") == 0;
-  at += hex ? 2 : 0;
-  if (at == text.size()) {
-    return false;
-  }
-  for (; at < text.size(); ++at) {
-    if (!(hex ? std::isxdigit(static_cast<unsigned char>(text[at])) : std::isdigit(static_cast<unsigned char>(text[at])))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 // Reads one YAML document with positions, so every error can say file:line:col.
@@ -299,6 +245,16 @@ void require_file(const Reader& reader, const YAML::Node& node, const std::strin
   std::error_code ec;
   if (std::filesystem::is_directory(resolved, ec)) {
     reader.fail(node.Mark(), what + " '" + node.Scalar() + "' is a directory (" + resolved + "), not a file" + hint);
+  }
+  // A FIFO (reading it waits for a writer), a device (/dev/zero never ends) or a socket is
+  // there, so "not found" would mislead: name what it is, in the words InputFile's refusals use.
+  if (std::string type = non_regular_file_type(resolved); !type.empty()) {
+    const bool vowel = std::string("aeiou").find(what[0]) != std::string::npos;
+    const std::string also = resolved == node.Scalar() ? "" : " (" + resolved + ")";
+    reader.fail(node.Mark(), what + " '" + node.Scalar() + "'" + also + " is " + type +
+                                 ", not a regular file; driftgate reads " + (vowel ? "an " : "a ") + what +
+                                 " only from a regular file: give the path of one (relative to the config "
+                                 "file)");
   }
   if (!std::filesystem::is_regular_file(resolved, ec)) {
     reader.fail(node.Mark(), what + " '" + node.Scalar() + "' not found (looked for " + resolved + ")" + hint);

@@ -57,6 +57,14 @@ std::string with_article(const char* name) {
 
 }  // namespace
 
+std::string non_regular_file_type(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) {
+    return "";
+  }
+  return describe_type(info.st_mode);
+}
+
 std::string describe_size(std::uint64_t bytes) {
   if (bytes < 1024) {
     return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");

@@ -86,4 +86,12 @@ class InputFile {
 // The whole of a regular file of `kind` (InputFile's refusals).
 std::string read_input_file(const std::string& path, const InputKind& kind);
 
+// What `path` is when it is there but is not a regular file, in the words of
+// InputFile's refusals: "a FIFO (named pipe)", "a character device", "a block device",
+// "a directory", "a socket". "" for a regular file and for a path that stat() cannot
+// follow (missing, a dangling link). Symbolic links are followed (/dev/stdin names what
+// standard input is); stat() does not block on a FIFO. For paths checked before they
+// are opened, e.g. the model and input files an experiment config names.
+std::string non_regular_file_type(const std::string& path);
+
 }  // namespace driftgate

@@ -11,6 +11,7 @@
 #include "core/file_util.h"
 #include "core/input_file.h"
 #include "core/suggest.h"
+#include "core/yaml_check.h"
 
 namespace driftgate {
 namespace {
@@ -72,7 +73,16 @@ class TaskReader {
 
   double number(const YAML::Node& node, const std::string& what, double low, double high) const {
     double value = 0.0;
-    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || std::isnan(value)) {
+    const bool decoded = node.IsScalar() && YAML::convert<double>::decode(node, value);
+    // yaml-cpp reads 1e-400 as 0 and 1e400 as a failure: say which end of the range it left.
+    if (node.IsScalar()) {
+      if (std::string why = out_of_double_range(node.Scalar(), decoded, value); !why.empty()) {
+        fail(node, what + " '" + node.Scalar() + "' is out of range (" + why +
+                       "): a double holds 0 and magnitudes from 2.2250738585072014e-308 to "
+                       "1.7976931348623157e+308; write a number in that range");
+      }
+    }
+    if (!decoded || std::isnan(value)) {
       fail(node, what + " must be a number, got '" + (node.IsScalar() ? node.Scalar() : "a collection") + "'");
     }
     if (value < low || value > high) {
@@ -86,7 +96,11 @@ class TaskReader {
   int64_t integer(const YAML::Node& node, const std::string& what, int64_t low, int64_t high) const {
     int64_t value = 0;
     if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
-      fail(node, what + " must be a whole number");
+      if (node.IsScalar() && is_integer_literal(node.Scalar())) {  // digits that do not fit in 64 bits
+        fail(node, what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " +
+                       node.Scalar() + " (out of range)");
+      }
+      fail(node, what + " must be a whole number, got '" + (node.IsScalar() ? node.Scalar() : "a collection") + "'");
     }
     if (value < low || value > high) {
       fail(node, what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " +

@@ -4,6 +4,10 @@
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
@@ -172,6 +176,54 @@ std::vector<YAML::Mark> check_yaml(const std::string& text, const std::string& p
     }
   }
   return roots;
+}
+
+std::string out_of_double_range(const std::string& text, bool decoded, double value) {
+  size_t at = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  size_t digits = 0;
+  bool nonzero = false;
+  for (; at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) || text[at] == '.'); ++at) {
+    digits += text[at] != '.';
+    nonzero = nonzero || (text[at] >= '1' && text[at] <= '9');
+  }
+  if (digits == 0 || (at < text.size() && text[at] != 'e' && text[at] != 'E')) {
+    return "";  // not a decimal number: .inf, .nan, words
+  }
+  if (!decoded) {
+    // strtod says which end (in the C locale: driftgate sets none).
+    errno = 0;
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || errno != ERANGE) {
+      return "";
+    }
+    if (std::isinf(value)) {
+      return "it overflows";
+    }
+  }
+  if (nonzero && value == 0.0) {
+    return "it underflows to 0";
+  }
+  if (nonzero && std::fpclassify(value) == FP_SUBNORMAL) {
+    return "it underflows to a denormal, losing digits";
+  }
+  return "";
+}
+
+bool is_integer_literal(const std::string& text) {
+  size_t at = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
+  const bool hex = text.compare(at, 2, "0x") == 0 || text.compare(at, 2, "0X") == 0;
+  at += hex ? 2 : 0;
+  if (at == text.size()) {
+    return false;
+  }
+  for (; at < text.size(); ++at) {
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if (!(hex ? std::isxdigit(byte) : std::isdigit(byte))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace driftgate

@@ -1,9 +1,12 @@
 #include "core/experiment.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -404,6 +407,57 @@ TEST_F(ExperimentTest, LoadRefusesAFifoOrADeviceWithoutBlocking) {
                                          "/caf\\xe9.yaml: the config's path holds the byte 0xE9 (not UTF-8); run "
                                          "files and reports hold paths as UTF-8 text, so rename the file");
   }
+}
+
+// Issue 24: a model, tensor or image path that is there but is not a regular file was
+// "not found (looked for ...)". It is named as InputFile names it (core/input_file.cc).
+TEST_F(ExperimentTest, PathThatIsNotARegularFileSaysWhatItIs) {
+  const std::string rest = "\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n";
+  const std::string model_fix =
+      ", not a regular file; driftgate reads a model file only from a regular file: give the path of one (relative "
+      "to the config file)";
+  EXPECT_EQ(error_of("name: a\nmodel: /dev/zero" + rest),
+            "DIR/x.yaml:2:8: model file '/dev/zero' is a character device" + model_fix);
+  EXPECT_EQ(error_of("name: a\nmodel: /dev/null" + rest),
+            "DIR/x.yaml:2:8: model file '/dev/null' is a character device" + model_fix);
+  ASSERT_EQ(::mkfifo((m_dir / "fifo.pt").c_str(), 0600), 0);
+  EXPECT_EQ(error_of("name: a\nmodel: fifo.pt" + rest),
+            "DIR/x.yaml:2:8: model file 'fifo.pt' (DIR/fifo.pt) is a FIFO (named pipe)" + model_fix);
+
+  // A socket as a tensor file.
+  const std::string socket_path = (m_dir / "t.sock").string();
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof(address.sun_path));
+  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: t.sock}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:28: tensor file 't.sock' (DIR/t.sock) is a socket, not a regular file; driftgate reads a "
+            "tensor file only from a regular file: give the path of one (relative to the config file)");
+  ::close(sock);
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: c, image: fifo.pt}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:3:27: image 'fifo.pt' (DIR/fifo.pt) is a FIFO (named pipe), not a regular file; driftgate "
+            "reads an image only from a regular file: give the path of one (relative to the config file)");
+
+  // /dev/stdin is a link to whatever standard input is: here a pipe.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const int saved_stdin = ::dup(0);
+  ASSERT_GE(saved_stdin, 0);
+  ASSERT_EQ(::dup2(pipe_fds[0], 0), 0);
+  const std::string from_stdin = error_of("name: a\nmodel: /dev/stdin" + rest);
+  ::dup2(saved_stdin, 0);
+  ::close(saved_stdin);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  EXPECT_EQ(from_stdin, "DIR/x.yaml:2:8: model file '/dev/stdin' is a FIFO (named pipe)" + model_fix);
+
+  // Missing and directory keep their own words.
+  EXPECT_EQ(error_of("name: a\nmodel: none.pt" + rest),
+            "DIR/x.yaml:2:8: model file 'none.pt' not found (looked for DIR/none.pt); export the demo models with "
+            "tools/prepare-demo.sh, or fix the path (relative to the config file)");
 }
 
 }  // namespace

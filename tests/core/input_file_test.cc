@@ -148,5 +148,24 @@ TEST(InputFile, DescribesSizes) {
   EXPECT_EQ(describe_size(16 * k_gib), "16 GiB");
 }
 
+// Issue 24: the words above, for a path checked before it is opened (a config's model path).
+TEST(InputFile, NamesWhatAPathIsWhenItIsNotARegularFile) {
+  test::TempDir temp;
+  EXPECT_EQ(non_regular_file_type("/dev/zero"), "a character device");
+  EXPECT_EQ(non_regular_file_type(temp.path()), "a directory");
+  ASSERT_EQ(::mkfifo((temp / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(non_regular_file_type(temp / "fifo"), "a FIFO (named pipe)");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(non_regular_file_type("/proc/self/fd/" + std::to_string(fds[0])), "a FIFO (named pipe)");
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_EQ(::symlink("/dev/null", (temp / "link").c_str()), 0);
+  EXPECT_EQ(non_regular_file_type(temp / "link"), "a character device");
+  std::ofstream(temp / "real") << "text";
+  EXPECT_EQ(non_regular_file_type(temp / "real"), "");
+  EXPECT_EQ(non_regular_file_type(temp / "none"), "");
+}
+
 }  // namespace
 }  // namespace driftgate

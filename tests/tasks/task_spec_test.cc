@@ -1,11 +1,18 @@
 #include "core/task_spec.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
@@ -86,6 +93,61 @@ TEST(TaskSpec, LabelsFileLines) {
   }
   EXPECT_THROW(parse_labels("a 1\na 2\n", "l.txt"), Error);
   EXPECT_THROW(parse_labels("a\n", "l.txt"), Error);
+}
+
+// Issue 24: the task block read 1e-400 as 0 and refused 2^64 as "not a whole number";
+// it now says what the experiment's readers say (tests/core/experiment_test.cc).
+TEST(TaskSpec, NumbersOutsideADoubleOrInt64AreOutOfRange) {
+  const std::string range =
+      "): a double holds 0 and magnitudes from 2.2250738585072014e-308 to 1.7976931348623157e+308; write a number "
+      "in that range";
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, epsilon: 1e-400}"),
+            "x.yaml:1:47: epsilon '1e-400' is out of range (it underflows to 0" + range);
+  EXPECT_EQ(error_of("{kind: detection, outputs: [a, b], tolerances: {max_score_delta: 1e400}}"),
+            "x.yaml:1:66: max_score_delta '1e400' is out of range (it overflows" + range);
+  EXPECT_EQ(error_of("{kind: detection, outputs: [a, b], match_iou: 2.5e-320}"),
+            "x.yaml:1:47: match_iou '2.5e-320' is out of range (it underflows to a denormal, losing digits" + range);
+  // 2^64 = 18446744073709551616; int64's maximum is 2^63 - 1.
+  EXPECT_EQ(error_of("{kind: segmentation, outputs: out, tolerances: {max_confident_flips: 18446744073709551616}}"),
+            "x.yaml:1:70: max_confident_flips must be between 0 and 9223372036854775807, got 18446744073709551616 "
+            "(out of range)");
+  // -(2^63 + 1) in hexadecimal; 1 << 20 = 1048576.
+  EXPECT_EQ(error_of("{kind: detection, outputs: [a, b], background_class: -0x8000000000000001}"),
+            "x.yaml:1:54: background_class must be between -1 and 1048576, got -0x8000000000000001 (out of range)");
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, top_k: 2.0}"),
+            "x.yaml:1:45: top_k must be a whole number, got '2.0'");
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, epsilon: [1]}"),
+            "x.yaml:1:47: epsilon must be a number, got 'a collection'");
+  // Zero digits are 0, and the smallest normal double is read as itself.
+  EXPECT_EQ(parse("{kind: classification, outputs: out, epsilon: 0.0e-999}").epsilon, 0.0);
+  EXPECT_EQ(parse("{kind: classification, outputs: out, epsilon: 2.2250738585072014e-308}").epsilon,
+            std::numeric_limits<double>::min());
+  EXPECT_EQ(parse("{kind: detection, outputs: [a, b], tolerances: {max_score_delta: .inf}}").tolerances.max_score_delta,
+            std::numeric_limits<double>::infinity());
+}
+
+// Issue 24: a labels path that is a FIFO or a socket is named as such, without blocking.
+TEST(TaskSpec, LabelsFileThatIsNotARegularFileIsNamed) {
+  test::TempDir dir;
+  const std::string fifo = dir / "labels.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, labels: " + fifo + "}"),
+            "x.yaml:1:46: labels file '" + fifo + "' cannot be read (" + fifo +
+                ": a FIFO (named pipe), not a regular file; driftgate reads a labels file only from a regular file "
+                "(save the data to a file and pass that))");
+  const std::string socket_path = dir / "labels.sock";
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof(address.sun_path));
+  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, labels: " + socket_path + "}"),
+            "x.yaml:1:46: labels file '" + socket_path + "' cannot be read (" + socket_path +
+                ": a socket, not a regular file; driftgate reads a labels file only from a regular file (save the "
+                "data to a file and pass that))");
+  ::close(sock);
 }
 
 }  // namespace
