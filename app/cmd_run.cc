@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -12,6 +13,8 @@
 #include <streambuf>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "app/cli_util.h"
 #include "app/command.h"
@@ -70,7 +73,9 @@ const CommandHelp k_help{
     "one JSONL run file: a header (commit, environment and its key, hashes of configs and models), one\n"
     "record per check (inputs x targets x outputs; a target that aborts, segfaults, exceeds timeout_s or\n"
     "cannot run here still gets its records: crash_ref, crash_target, timeout, skipped) and a summary.\n"
-    "Progress, with each target's error against the reference and against float64, goes to stderr.\n"
+    "Progress goes to stderr: [n/N] per backend and input as its forwards finish, the time elapsed and\n"
+    "an estimate of the time left (one line rewritten in place on a terminal, a line per step\n"
+    "elsewhere), and each target's error against the reference and against float64.\n"
     "Tier 2 (the experiment's `activations:`, default on_failure; always; off): every failing check gets\n"
     "a localization, the per-layer error profile and the first divergent layer (driftgate explain).\n"
     "An experiment with a `task:` section also gets tier-3 checks (output task:classification,\n"
@@ -303,6 +308,9 @@ int cmd_run(CommandContext& context) {
   options.threads = request->threads;
   options.isolate = !request->in_process;
   options.mitigate = request->mitigate;
+  options.progress = !request->quiet;
+  // One status line rewritten in place only where stderr is a terminal (not in CI logs).
+  options.progress_terminal = &context.err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
   if (!request->shard.empty()) {
     options.shard = parse_shard(request->shard);
   }

@@ -253,7 +253,13 @@ std::string format_seconds(double seconds) {
 
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
                                      const std::vector<at::Tensor>& inputs, double timeout_s,
-                                     const TimingTrace& trace) {
+                                     const TimingTrace& trace,
+                                     const std::function<void(size_t stage, size_t input)>& on_input) {
+  auto input_done = [&](size_t stage, size_t input) {
+    if (on_input) {
+      on_input(stage, input);
+    }
+  };
   reap_exited_children();
   std::vector<BackendRun> runs(stages.size());
   for (BackendRun& run : runs) {
@@ -322,6 +328,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
           if (stage == 0) {
             reference_failed[index] = true;
           }
+          input_done(stage, index);
           ++position;
         }
         settle();
@@ -352,6 +359,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
           if (stage == 0) {
             reference_failed[message.index] = true;
           }
+          input_done(stage, message.index);
           ++position;
           break;
         case k_forwards: {
@@ -366,6 +374,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
             times.push_back(time.toDouble());
           }
           run.inputs.at(message.index).forwards = make_forwards(std::move(outputs), std::move(times));
+          input_done(stage, message.index);
           ++position;
           break;
         }

@@ -21,6 +21,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -79,10 +80,13 @@ struct Stage {
 // it produced outputs, and nothing when it could not load or is skipped.
 // `timeout_s` bounds each load and each input's forwards. `trace` (when enabled)
 // gets the child's load, forwards and send per stage and input, and the parent's
-// receive per message.
+// receive per message. `on_input(stage, input)`, when given, is called as each input's
+// forwards of a stage end (outputs received, an error, a crash or a timeout): the
+// runner's progress line.
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
                                      const std::vector<at::Tensor>& inputs, double timeout_s,
-                                     const TimingTrace& trace = TimingTrace());
+                                     const TimingTrace& trace = TimingTrace(),
+                                     const std::function<void(size_t stage, size_t input)>& on_input = {});
 
 // run_isolated does not wait for its last child to exit (the kernel freeing a
 // child's models takes tens of milliseconds): this waits for every such child.

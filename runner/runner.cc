@@ -21,6 +21,7 @@
 #include "runner/file_hashes.h"
 #include "runner/inputs.h"
 #include "runner/mitigation.h"
+#include "runner/progress.h"
 #include "runner/tier1.h"
 #include "runner/tier2_localize.h"
 #include "runner/tier3.h"
@@ -61,9 +62,17 @@ std::string format_ms(double ms) {
 // Runs one experiment; records come out in (input, target, output) order.
 class ExperimentRun {
  public:
+  // The steps this experiment adds to the progress count: every backend (reference,
+  // oracle, targets) on every input.
+  static int64_t planned_steps(const Experiment& experiment) {
+    return static_cast<int64_t>((1 + (experiment.oracle ? 1 : 0) + experiment.targets.size()) *
+                                experiment.inputs.size());
+  }
+
   ExperimentRun(const Experiment& experiment, const std::vector<at::Tensor>& inputs, const RunnerOptions& options,
-                std::ostream& log)
-      : m_experiment(experiment),
+                std::ostream& log, Progress* progress = nullptr)
+      : m_progress(progress),
+        m_experiment(experiment),
         m_inputs(inputs),
         m_source{experiment.config_path, experiment.model_path, options.threads},
         m_backend_options{experiment.repeats, experiment.timeout_s, options.isolate},
@@ -81,7 +90,8 @@ class ExperimentRun {
         stages.push_back({target, m_experiment.repeats});
       }
       TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": isolated backends (fork to last output)");
-      m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s, m_trace);
+      m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s, m_trace,
+                                     [&](size_t stage, size_t input) { step(stages[stage].spec.name, input); });
       for (const BackendRun& run : m_isolated_runs) {
         refuse_model_error(run);
       }
@@ -96,6 +106,9 @@ class ExperimentRun {
     for (size_t t = 0; t < m_experiment.targets.size(); ++t) {
       run_target(t);
     }
+    if (m_progress != nullptr) {
+      m_progress->skip(planned_steps(m_experiment) - m_steps);  // inputs a failed reference left out
+    }
     phase.end();
     std::vector<CheckRecord> records;
     for (auto& per_input : m_grid) {
@@ -107,6 +120,22 @@ class ExperimentRun {
   }
 
  private:
+  void step(const std::string& backend, size_t input) {
+    ++m_steps;
+    if (m_progress != nullptr) {
+      m_progress->step(m_experiment.name + " " + m_experiment.inputs[input].name + " " + backend);
+    }
+  }
+
+  // In-process runs report a backend's inputs when it returns.
+  void steps_in_process(const BackendSpec& spec, const BackendRun& run) {
+    for (size_t i = 0; i < run.inputs.size(); ++i) {
+      if (run.inputs[i].forwards || !run.inputs[i].error.empty()) {
+        step(spec.name, i);
+      }
+    }
+  }
+
   // A model file LibTorch cannot load, or whose forward does not take one input, is
   // a config error: it stops the run (exit 2, no run file) instead of filling it with
   // crash_ref checks.
@@ -125,6 +154,9 @@ class ExperimentRun {
                                                               std::vector<bool>(m_inputs.size(), true),
                                                               m_backend_options, nullptr, &m_reference_instance);
     refuse_model_error(m_reference_run);
+    if (!m_backend_options.isolate) {
+      steps_in_process(m_experiment.reference, m_reference_run);
+    }
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       InputRun& input = m_reference_run.inputs[i];
       if (!input.forwards) {
@@ -158,6 +190,9 @@ class ExperimentRun {
                             ? std::move(m_isolated_runs[1])
                             : run_backend(oracle_backend(), m_source, m_inputs, wanted, options, reference_instance());
     refuse_model_error(oracle);
+    if (!m_backend_options.isolate) {
+      steps_in_process(oracle_backend(), oracle);
+    }
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (!oracle.load_error.empty() || !oracle.skip_reason.empty()) {
         m_oracle_errors[i] = "the float64 oracle failed: " + oracle.load_error + oracle.skip_reason;
@@ -244,6 +279,9 @@ class ExperimentRun {
                             ? std::move(m_isolated_runs[(m_experiment.oracle ? 2 : 1) + t])
                             : run_backend(spec, m_source, m_inputs, wanted, m_backend_options, reference_instance());
     refuse_model_error(target);
+    if (!m_backend_options.isolate) {
+      steps_in_process(spec, target);
+    }
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       if (auto problem = reference_problem(i)) {
         fill(i, t, problem->first, problem->second);
@@ -422,10 +460,17 @@ class ExperimentRun {
   }
 
   void log_line(size_t input, size_t target, const std::string& text) {
-    m_log << "[" << m_experiment.name << "] " << m_experiment.inputs[input].name << " " << m_experiment.reference.name
-          << "~" << m_experiment.targets[target].name << ": " << text << "\n";
+    const std::string line = "[" + m_experiment.name + "] " + m_experiment.inputs[input].name + " " +
+                             m_experiment.reference.name + "~" + m_experiment.targets[target].name + ": " + text;
+    if (m_progress != nullptr) {
+      m_progress->line(line);
+    } else {
+      m_log << line << "\n";
+    }
   }
 
+  Progress* m_progress;
+  int64_t m_steps = 0;  // progress steps this experiment made
   const Experiment& m_experiment;
   const std::vector<at::Tensor>& m_inputs;
   BackendSource m_source;
@@ -515,11 +560,20 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
     }
     inputs.push_back(std::move(tensors));
   }
+  int64_t total_steps = 0;
+  for (const Experiment& experiment : slice) {
+    total_steps += ExperimentRun::planned_steps(experiment);
+  }
+  std::optional<Progress> progress;
+  if (options.progress) {
+    progress.emplace(log, options.progress_terminal, total_steps);
+  }
   for (size_t e = 0; e < slice.size(); ++e) {
     if (slice[e].inputs.empty()) {
       continue;  // another shard's work
     }
-    std::vector<CheckRecord> records = ExperimentRun(slice[e], inputs[e], options, log).run();
+    std::vector<CheckRecord> records =
+        ExperimentRun(slice[e], inputs[e], options, log, progress ? &*progress : nullptr).run();
     if (options.mitigate) {
       // Variants run on the failing inputs only: their tensors, looked up by name.
       const auto run_variant = [&](const Experiment& variant) {

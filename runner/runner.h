@@ -36,6 +36,11 @@ struct RunnerOptions {
   // `run --mitigate`: for every target with failing checks, try fallbacks (runner/mitigation.h)
   // and record the smallest set that restores agreement, with its latency cost.
   bool mitigate = false;
+  // Progress (runner/progress.h) on the log stream: one step per backend and input.
+  // `progress_terminal`: the log stream is a terminal, so the status is one line
+  // rewritten in place. cmd_run turns progress off under -q.
+  bool progress = false;
+  bool progress_terminal = false;
   // `run --trace-timing`: phase durations (inputs, hashes, each backend's load and
   // forwards in the child, transfer, comparison) to stderr. Disabled by default.
   TimingTrace trace;
