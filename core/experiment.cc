@@ -474,6 +474,21 @@ void parse_tolerance(const Reader& reader, const YAML::Node& tolerance, Experime
   experiment.tolerance_per_dtype = !has_atol;
 }
 
+// What to try when the model file is not there. tools/prepare-demo.sh exists only in
+// driftgate's own checkout, where it exports the demo models into models/: it is named
+// only for a model in a models/ directory next to that script's tools/.
+std::string missing_model_hint(const std::string& resolved) {
+  const std::filesystem::path models = std::filesystem::path(resolved).parent_path();
+  const std::filesystem::path script = models.parent_path() / "tools" / "prepare-demo.sh";
+  std::error_code ec;
+  if (models.filename() == "models" && std::filesystem::is_regular_file(script, ec)) {
+    return "; export driftgate's demo models with " + script.lexically_normal().string() +
+           ", or fix the path (relative to the config file)";
+  }
+  return "; fix the path (relative to the config file's directory), or save the model there as TorchScript: "
+         "torch.jit.script(model).save(path)";
+}
+
 Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.fail(YAML::Mark::null_mark(),
@@ -487,8 +502,7 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
 
   const YAML::Node model = reader.required(root, "model", "the experiment");
   experiment.model_path = resolve_path(base_dir, reader.scalar(model, "model"));
-  require_file(reader, model, "model file", experiment.model_path,
-               "; export the demo models with tools/prepare-demo.sh, or fix the path (relative to the config file)");
+  require_file(reader, model, "model file", experiment.model_path, missing_model_hint(experiment.model_path));
 
   const YAML::Node inputs = reader.sequence(reader.required(root, "inputs", "the experiment"), "inputs", 1);
   std::set<std::string> input_names;

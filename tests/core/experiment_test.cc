@@ -174,8 +174,8 @@ const BadConfig k_bad_configs[] = {
      "true, dtype: float16}\n",
      "DIR/x.yaml:6:8: backend 'amp': CPU autocast in LibTorch 1.13 supports dtype bfloat16 only, got float16"},
     {"name: a\nmodel: missing.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
-     "DIR/x.yaml:2:8: model file 'missing.pt' not found (looked for DIR/missing.pt); export the demo models with "
-     "tools/prepare-demo.sh, or fix the path (relative to the config file)"},
+     "DIR/x.yaml:2:8: model file 'missing.pt' not found (looked for DIR/missing.pt); fix the path (relative to the "
+     "config file's directory), or save the model there as TorchScript: torch.jit.script(model).save(path)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {atol: lots}\n",
      "DIR/x.yaml:5:19: atol must be a finite number, got 'lots'"},
     {"name: a\nmodel: m.pt\ninputs: []\ntargets: [frozen]\n", "DIR/x.yaml:3:9: inputs must have at least 1 entry"},
@@ -456,8 +456,45 @@ TEST_F(ExperimentTest, PathThatIsNotARegularFileSaysWhatItIs) {
 
   // Missing and directory keep their own words.
   EXPECT_EQ(error_of("name: a\nmodel: none.pt" + rest),
-            "DIR/x.yaml:2:8: model file 'none.pt' not found (looked for DIR/none.pt); export the demo models with "
-            "tools/prepare-demo.sh, or fix the path (relative to the config file)");
+            "DIR/x.yaml:2:8: model file 'none.pt' not found (looked for DIR/none.pt); fix the path (relative to the "
+            "config file's directory), or save the model there as TorchScript: torch.jit.script(model).save(path)");
+}
+
+// Issue 23: tools/prepare-demo.sh exists only in driftgate's own checkout. A missing model
+// names it only in that layout (models/ next to tools/prepare-demo.sh); a user's repository
+// with models/ and configs/ but no such script gets the hint that holds anywhere.
+TEST_F(ExperimentTest, MissingModelNamesPrepareDemoOnlyInDriftgatesLayout) {
+  const std::string config = "name: a\nmodel: ../models/none.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
+                             "targets: [frozen]\n";
+  fs::create_directories(m_dir / "configs");
+  fs::create_directories(m_dir / "models");
+  auto error_in_configs = [&]() {
+    try {
+      parse_experiment(config, (m_dir / "configs" / "x.yaml").string());
+    } catch (const Error& e) {
+      std::string message = e.what();
+      for (size_t at = message.find(m_dir.string()); at != std::string::npos; at = message.find(m_dir.string())) {
+        message.replace(at, m_dir.string().size(), "DIR");
+      }
+      return message;
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_in_configs(),
+            "DIR/configs/x.yaml:2:8: model file '../models/none.pt' not found (looked for DIR/models/none.pt); fix "
+            "the path (relative to the config file's directory), or save the model there as TorchScript: "
+            "torch.jit.script(model).save(path)");
+
+  fs::create_directories(m_dir / "tools");
+  std::ofstream(m_dir / "tools" / "prepare-demo.sh") << "#!/bin/sh\n";
+  EXPECT_EQ(error_in_configs(),
+            "DIR/configs/x.yaml:2:8: model file '../models/none.pt' not found (looked for DIR/models/none.pt); export "
+            "driftgate's demo models with DIR/tools/prepare-demo.sh, or fix the path (relative to the config file)");
+
+  // The script beside a directory that is not models/ does not count.
+  EXPECT_EQ(error_of("name: a\nmodel: none.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n"),
+            "DIR/x.yaml:2:8: model file 'none.pt' not found (looked for DIR/none.pt); fix the path (relative to the "
+            "config file's directory), or save the model there as TorchScript: torch.jit.script(model).save(path)");
 }
 
 }  // namespace
