@@ -62,6 +62,11 @@ Json parse_json_strict(std::string_view text) {
       case Json::parse_event_t::object_start:
       case Json::parse_event_t::array_start:
         begin_value();
+        if (frames.size() >= static_cast<size_t>(k_json_max_depth)) {
+          throw Error("arrays and objects nest deeper than " + std::to_string(k_json_max_depth) +
+                      " levels; driftgate's files and the payloads it reads nest a few levels, so the input "
+                      "is malformed");
+        }
         frames.push_back(Frame{event == Json::parse_event_t::array_start, 0, {}, {}});
         break;
       case Json::parse_event_t::key: {

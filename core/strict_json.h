@@ -14,9 +14,16 @@
 
 namespace driftgate {
 
+// Arrays and objects nested deeper than this are refused while parsing: nlohmann parses
+// any depth, but copying or converting a value (nlohmann::json to ordered_json) recurses
+// once per level, and 100,000 levels overflow the stack (under AddressSanitizer first).
+// driftgate's files and the payloads it reads nest fewer than ten levels.
+inline constexpr int k_json_max_depth = 128;
+
 // Syntax errors throw nlohmann::json::parse_error as nlohmann::json::parse does; a
 // repeated key throws driftgate::Error: "the key 'number' appears twice in one object
-// (at /pull_request/number)".
+// (at /pull_request/number)"; nesting deeper than k_json_max_depth throws
+// driftgate::Error too.
 nlohmann::json parse_json_strict(std::string_view text);
 
 }  // namespace driftgate

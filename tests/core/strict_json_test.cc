@@ -43,6 +43,22 @@ TEST(StrictJson, RefusesARepeatedKeyNamingWhereItIs) {
             0U);
 }
 
+TEST(StrictJson, NestingIsBoundedBeforeAnyValueIsBuilt) {
+  auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  EXPECT_NO_THROW(parse_json_strict(nested(k_json_max_depth)));
+  const std::string refusal = "arrays and objects nest deeper than 128 levels; driftgate's files and the payloads it "
+                              "reads nest a few levels, so the input is malformed";
+  EXPECT_EQ(error_of(nested(k_json_max_depth + 1)), refusal);
+  // 100,000 levels, unclosed: refused at level 129, long before the end of the text.
+  EXPECT_EQ(error_of("{\"message\":" + std::string(100000, '[')), refusal);
+  // Objects count like arrays: {"a":{"a":...1...}} 200 deep.
+  std::string objects;
+  for (int i = 0; i < 200; ++i) {
+    objects += "{\"a\":";
+  }
+  EXPECT_EQ(error_of(objects + "1" + std::string(200, '}')), refusal);
+}
+
 TEST(StrictJson, SyntaxErrorsStayNlohmannsParseErrors) {
   EXPECT_THROW(parse_json_strict("{\"a\":"), nlohmann::json::parse_error);
   EXPECT_THROW(parse_json_strict(""), nlohmann::json::parse_error);
