@@ -13,13 +13,6 @@
 #define DRIFTGATE_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
-// The AOTInductor package loader (runner/aoti_backend.cc): LibTorch 2.6 ships it.
-#if DRIFTGATE_TORCH_AT_LEAST(2, 6) && __has_include(<torch/csrc/inductor/aoti_package/model_package_loader.h>)
-#define DRIFTGATE_HAS_AOTI 1
-#else
-#define DRIFTGATE_HAS_AOTI 0
-#endif
-
 namespace driftgate::torch_compat {
 
 inline bool cpu_autocast_enabled() {
