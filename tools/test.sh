@@ -25,7 +25,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 cmake -S . -B build-asan-torch "${sanitized[@]}" -DDRIFTGATE_WITH_TORCH=ON >/dev/null
 cmake --build build-asan-torch -j"$(nproc)" --target driftgate runner_test runner_isolation_test runner_tier2_test \
-  assert_close_agreement_test
+  assert_close_agreement_test runner_saved_inputs_test
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan-torch --output-on-failure -j"$(nproc)" \
   -R '^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain)$'
