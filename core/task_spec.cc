@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <climits>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -351,6 +353,9 @@ std::map<std::string, std::vector<int64_t>> parse_labels(const std::string& text
       int64_t value = -1;
       try {
         value = std::stoll(word, &used);
+      } catch (const std::out_of_range&) {
+        throw Error(file + ":" + std::to_string(number) + ": class index '" + word +
+                    "' is out of range (class indices are 0 to " + std::to_string(INT64_MAX) + ")");
       } catch (const std::exception&) {
         used = 0;
       }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -93,6 +94,17 @@ TEST(TaskSpec, LabelsFileLines) {
   }
   EXPECT_THROW(parse_labels("a 1\na 2\n", "l.txt"), Error);
   EXPECT_THROW(parse_labels("a\n", "l.txt"), Error);
+  // 2^63 and 2^64: whole numbers, but no int64 holds them (2^63 - 1 does).
+  EXPECT_EQ(parse_labels("a 9223372036854775807\n", "l.txt").at("a"), std::vector<int64_t>{INT64_MAX});
+  for (const std::string word : {"9223372036854775808", "18446744073709551616"}) {
+    try {
+      parse_labels("ok 1\nb " + word + "\n", "l.txt");
+      FAIL() << word << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "l.txt:2: class index '" + word +
+                                           "' is out of range (class indices are 0 to 9223372036854775807)");
+    }
+  }
 }
 
 // Issue 24: the task block read 1e-400 as 0 and refused 2^64 as "not a whole number";
