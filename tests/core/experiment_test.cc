@@ -1,16 +1,14 @@
 #include "core/experiment.h"
 
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
+#include "tests/support/unix_socket.h"
 
 namespace driftgate {
 namespace {
@@ -426,17 +424,10 @@ TEST_F(ExperimentTest, PathThatIsNotARegularFileSaysWhatItIs) {
 
   // A socket as a tensor file.
   const std::string socket_path = (m_dir / "t.sock").string();
-  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(socket_path.size(), sizeof(address.sun_path));
-  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  const test::BoundUnixSocket bound(socket_path);
   EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: t.sock}]\ntargets: [frozen]\n"),
             "DIR/x.yaml:3:28: tensor file 't.sock' (DIR/t.sock) is a socket, not a regular file; driftgate reads a "
             "tensor file only from a regular file: give the path of one (relative to the config file)");
-  ::close(sock);
   EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: c, image: fifo.pt}]\ntargets: [frozen]\n"),
             "DIR/x.yaml:3:27: image 'fifo.pt' (DIR/fifo.pt) is a FIFO (named pipe), not a regular file; driftgate "
             "reads an image only from a regular file: give the path of one (relative to the config file)");

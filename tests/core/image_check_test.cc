@@ -15,18 +15,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/support/sample_images.h"
 #include "tests/support/temp_dir.h"
 
 namespace driftgate {
 namespace {
 
-std::string from_hex(const std::string& hex) {
-  std::string bytes;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  return bytes;
-}
+using test::from_hex;
+using test::k_jpeg;
+using test::k_png;
 
 // CRC-32 (ISO-HDLC, as PNG uses it), bit by bit.
 std::uint32_t crc32_bitwise(const std::string& bytes) {
@@ -66,18 +63,7 @@ const std::string k_rows_2x1 = from_hex("789c63f8cfc0c0f09f010007ff01ff");
 // k_rows_2x2 with its Adler-32 changed (the last byte).
 const std::string k_rows_2x2_bad_adler = from_hex("789c63f8cfc0c000c20cff8100001fee05fa");
 
-// Python: the 2x2 PNG, chunks IHDR at byte 8, IDAT at 33 (18 bytes of data), IEND at 63.
-const std::string k_png = from_hex(
-    "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001249444154789c63f8cfc0c000c20cff8100001fee"
-    "05fb0bd9688b0000000049454e44ae426082");
-
-// Python: an 8x8 baseline JPEG, three components, every block DC 0 and EOB coded with
-// one-symbol Huffman tables (stb_image decodes it to grey 128). DQT at 2, SOF0 at 71, DHT at
-// 90 and 112, SOS at 134, one byte of scan data at 148, EOI at 149.
-const std::string k_jpeg = from_hex(
-    "ffd8ffdb0043000101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101"
-    "0101010101010101010101010101ffc00011080008000803011100021100031100ffc40014000100000000000000000000000000000000ffc4"
-    "0014100100000000000000000000000000000000ffda000c03010002000300003f0003ffd9");
+// k_png and k_jpeg (tests/support/sample_images.h) are the references the variants start from.
 
 std::string error_of(const std::string& bytes, const std::string& path = "x.png") {
   try {

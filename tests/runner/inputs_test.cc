@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "test_models.h"
+#include "tests/support/sample_images.h"
 
 namespace driftgate {
 namespace {
@@ -20,23 +21,9 @@ std::string write_pnm(const std::string& path, const std::string& magic, int wid
   return path;
 }
 
-std::string from_hex(const std::string& hex) {
-  std::string bytes;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  return bytes;
-}
-
-// Written by Python (zlib, struct): a 2x2 RGB PNG (red, green / blue, white) and an 8x8
-// baseline JPEG of grey 128 (tests/core/image_check_test.cc has both, byte by byte).
-const std::string k_png = from_hex(
-    "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001249444154789c63f8cfc0c000c20cff8100001fee"
-    "05fb0bd9688b0000000049454e44ae426082");
-const std::string k_jpeg = from_hex(
-    "ffd8ffdb0043000101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101"
-    "0101010101010101010101010101ffc00011080008000803011100021100031100ffc40014000100000000000000000000000000000000ffc4"
-    "0014100100000000000000000000000000000000ffda000c03010002000300003f0003ffd9");
+using test::from_hex;
+using test::k_jpeg;
+using test::k_png;
 
 std::string error_of(const ImageInput& image) {
   try {

@@ -1,18 +1,16 @@
 #include "core/task_spec.h"
 
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <climits>
-#include <cstring>
 #include <limits>
 #include <string>
 
 #include "core/error.h"
+#include "tests/support/unix_socket.h"
 #include "tests/support/temp_dir.h"
 
 namespace driftgate {
@@ -148,18 +146,11 @@ TEST(TaskSpec, LabelsFileThatIsNotARegularFileIsNamed) {
                 ": a FIFO (named pipe), not a regular file; driftgate reads a labels file only from a regular file "
                 "(save the data to a file and pass that))");
   const std::string socket_path = dir / "labels.sock";
-  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(socket_path.size(), sizeof(address.sun_path));
-  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  const test::BoundUnixSocket bound(socket_path);
   EXPECT_EQ(error_of("{kind: classification, outputs: out, labels: " + socket_path + "}"),
             "x.yaml:1:46: labels file '" + socket_path + "' cannot be read (" + socket_path +
                 ": a socket, not a regular file; driftgate reads a labels file only from a regular file (save the "
                 "data to a file and pass that))");
-  ::close(sock);
 }
 
 }  // namespace
