@@ -414,18 +414,16 @@ void BackendInstance::apply_graph_mode() {
 }
 
 at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
-  // The copy is one input-sized memcpy per forward; .to() alone returns `input`
-  // itself when dtype and device already match.
-  at::Tensor prepared = input.clone();
-  if (prepared.is_floating_point() && !m_spec.autocast) {
-    prepared = prepared.to(device_of(m_spec.device), scalar_type(m_spec.dtype));
-  } else {
-    prepared = prepared.to(device_of(m_spec.device));
-  }
-  if (m_spec.memory_format == MemoryFormat::k_channels_last && prepared.dim() == 4) {
-    prepared = to_channels_last(prepared);
-  }
-  return prepared;
+  // One copy per forward, always (copy=true): .to() alone returns `input` itself when
+  // dtype, device and layout already match. channels_last as to_channels_last() does it.
+  const bool floating = input.is_floating_point() && !m_spec.autocast;
+  const at::MemoryFormat format = m_spec.memory_format == MemoryFormat::k_channels_last && input.dim() == 4
+                                      ? at::MemoryFormat::ChannelsLast
+                                      : at::MemoryFormat::Preserve;
+  return input.to(input.options()
+                      .device(device_of(m_spec.device))
+                      .dtype(floating ? scalar_type(m_spec.dtype) : input.scalar_type()),
+                  /*non_blocking=*/false, /*copy=*/true, format);
 }
 
 c10::IValue BackendInstance::forward(const at::Tensor& input) {
