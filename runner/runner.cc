@@ -149,6 +149,7 @@ class ExperimentRun {
     m_reference_results.resize(m_inputs.size());
     m_reference_errors.resize(m_inputs.size());
     m_reference_timed_out.resize(m_inputs.size(), false);
+    m_reference_instability.resize(m_inputs.size());
     m_reference_run = m_backend_options.isolate ? std::move(m_isolated_runs[0])
                                                 : run_backend(m_experiment.reference, m_source, m_inputs,
                                                               std::vector<bool>(m_inputs.size(), true),
@@ -165,6 +166,7 @@ class ExperimentRun {
         continue;
       }
       m_reference_results[i] = std::move(input.forwards);
+      m_reference_instability[i] = reference_instability(i).value_or("");
       if (m_reference_paths.empty()) {
         for (const auto& leaf : flatten_output(m_reference_results[i]->outputs.front())) {
           m_reference_paths.push_back(leaf.path);
@@ -266,6 +268,9 @@ class ExperimentRun {
       return std::make_pair(m_reference_timed_out[input] ? CheckStatus::k_timeout : CheckStatus::k_crash_ref,
                             failed + m_reference_errors[input]);
     }
+    if (!m_reference_instability[input].empty()) {
+      return std::make_pair(CheckStatus::k_ref_nondeterministic, m_reference_instability[input]);
+    }
     return std::nullopt;
   }
 
@@ -303,9 +308,10 @@ class ExperimentRun {
   // tolerance; assert_close's for the oracle rule, which needs no oracle here), so
   // "nondeterministic" means what "fail" means for a target. A reference that
   // disagrees with itself cannot be compared with: every check on the input gets
-  // ref_nondeterministic, never a verdict on the target. repeat_max_abs (computed
-  // with the forwards) skips the comparison where the repeats are identical.
-  std::optional<std::string> reference_instability(size_t input, const BackendSpec& spec) const {
+  // ref_nondeterministic, never a verdict on the target (run_reference computes it
+  // once per input; reference_problem reports it). repeat_max_abs (computed with the
+  // forwards) skips the comparison where the repeats are identical.
+  std::optional<std::string> reference_instability(size_t input) const {
     const Forwards& reference = *m_reference_results[input];
     const bool identical = std::all_of(reference.repeat_max_abs.begin(), reference.repeat_max_abs.end(),
                                        [](const auto& entry) { return entry.second == 0.0; });
@@ -313,7 +319,7 @@ class ExperimentRun {
       return std::nullopt;
     }
     CompareOptions options;
-    options.tolerance = configured_tolerance(m_experiment, spec);
+    options.tolerance = configured_tolerance(m_experiment, m_experiment.reference);
     if (options.tolerance.rule == ToleranceRule::k_oracle) {
       options.tolerance.rule = ToleranceRule::k_assert_close;
     }
@@ -342,10 +348,6 @@ class ExperimentRun {
 
   void compare(size_t input, size_t t, const BackendSpec& spec, const Forwards& forwards) {
     const Forwards& reference = *m_reference_results[input];
-    if (std::optional<std::string> instability = reference_instability(input, spec)) {
-      fill(input, t, CheckStatus::k_ref_nondeterministic, *instability);
-      return;
-    }
     CompareOptions options;
     options.tolerance = m_experiment.tolerance;
     options.tolerance_per_dtype = m_experiment.tolerance_per_dtype;
@@ -483,6 +485,7 @@ class ExperimentRun {
   std::vector<std::optional<Forwards>> m_reference_results;   // per input
   std::vector<std::string> m_reference_errors;                // per input; "" when it ran
   std::vector<bool> m_reference_timed_out;                    // per input
+  std::vector<std::string> m_reference_instability;           // per input; "" when its repeats agree
   std::vector<std::string> m_reference_paths;                 // leaves on the first input that ran
   std::vector<std::optional<c10::IValue>> m_oracle_outputs;   // per input; empty when the oracle failed or is off
   std::vector<std::string> m_oracle_errors;                   // per input; why the oracle has no output
