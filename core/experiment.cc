@@ -126,10 +126,8 @@ class Reader {
     double value = 0.0;
     const bool decoded = YAML::convert<double>::decode(node, value);
     // yaml-cpp reads 1e-400 as 0 and 1e400 as a failure: say which end of the range it left.
-    if (std::string why = out_of_double_range(text, decoded, value); !why.empty()) {
-      fail(node.Mark(), what + " '" + text + "' is out of range (" + why +
-                            "): a double holds 0 and magnitudes from 2.2250738585072014e-308 to "
-                            "1.7976931348623157e+308; write a number in that range");
+    if (std::string problem = out_of_double_range(text, decoded, value); !problem.empty()) {
+      fail(node.Mark(), what + " '" + text + "' " + problem);
     }
     if (!decoded || !std::isfinite(value)) {
       fail(node.Mark(), what + " must be a finite number, got '" + text + "'");

@@ -78,10 +78,8 @@ class TaskReader {
     const bool decoded = node.IsScalar() && YAML::convert<double>::decode(node, value);
     // yaml-cpp reads 1e-400 as 0 and 1e400 as a failure: say which end of the range it left.
     if (node.IsScalar()) {
-      if (std::string why = out_of_double_range(node.Scalar(), decoded, value); !why.empty()) {
-        fail(node, what + " '" + node.Scalar() + "' is out of range (" + why +
-                       "): a double holds 0 and magnitudes from 2.2250738585072014e-308 to "
-                       "1.7976931348623157e+308; write a number in that range");
+      if (std::string problem = out_of_double_range(node.Scalar(), decoded, value); !problem.empty()) {
+        fail(node, what + " '" + node.Scalar() + "' " + problem);
       }
     }
     if (!decoded || std::isnan(value)) {

@@ -178,7 +178,9 @@ std::vector<YAML::Mark> check_yaml(const std::string& text, const std::string& p
   return roots;
 }
 
-std::string out_of_double_range(const std::string& text, bool decoded, double value) {
+namespace {
+
+std::string double_range_reason(const std::string& text, bool decoded, double value) {
   size_t at = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
   size_t digits = 0;
   bool nonzero = false;
@@ -208,6 +210,18 @@ std::string out_of_double_range(const std::string& text, bool decoded, double va
     return "it underflows to a denormal, losing digits";
   }
   return "";
+}
+
+}  // namespace
+
+std::string out_of_double_range(const std::string& text, bool decoded, double value) {
+  const std::string reason = double_range_reason(text, decoded, value);
+  if (reason.empty()) {
+    return "";
+  }
+  return "is out of range (" + reason +
+         "): a double holds 0 and magnitudes from 2.2250738585072014e-308 to 1.7976931348623157e+308; write a "
+         "number in that range";
 }
 
 bool is_integer_literal(const std::string& text) {

@@ -31,9 +31,10 @@ constexpr int k_yaml_max_depth = 64;
 // Returns where each document's root node starts, at most `documents` of them.
 std::vector<YAML::Mark> check_yaml(const std::string& text, const std::string& path, int documents = 1);
 
-// Why `text`, a YAML scalar written as a decimal number, is one a double cannot hold
-// ("it overflows", "it underflows to 0", "it underflows to a denormal, losing digits"),
-// or "" when it is in range or not a decimal number (.inf, .nan, words). Nonzero digits
+// Why `text`, a YAML scalar written as a decimal number, is one a double cannot hold, as the
+// end of a message: "is out of range (it overflows | it underflows to 0 | it underflows to a
+// denormal, losing digits): a double holds ...; write a number in that range"; or "" when it
+// is in range or not a decimal number (.inf, .nan, words). Nonzero digits
 // that read as 0 or as a denormal (which has lost precision) underflow. `decoded` and
 // `value` are yaml-cpp's reading (YAML::convert<double>::decode): it reads 1e-400 as 0
 // and fails on 1e400. Every YAML reader's number() calls it (experiment, task).
