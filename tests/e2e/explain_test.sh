@@ -147,4 +147,57 @@ YAML
       "$work/bf16.json"
   done
 done
+# The threshold rule (README, Tier 2): a layer diverges above max(10 x its noise floor x p,
+# (atol + rtol x max|reference|) / range), p = the target's unit roundoff over float32's (1 for
+# float32, 2^16 for bfloat16). At a zero tolerance only the noise term is left; at a loose one
+# the last layer (the model's output, which PyTorch computes here on the same input) shows the
+# tolerance term.
+threshold_rule() {  # EXPLAIN.json P [ATOL RTOL MODEL]
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+path, p = sys.argv[1], float(sys.argv[2])
+rows = [r for r in json.load(open(path))["profile"] if r[1] != "not_observable"]
+if not rows or not all(isinstance(r[3], float) and r[3] > 0 for r in rows):
+    raise SystemExit(f"{path}: no observed layer with a noise floor")
+def close(a, b):
+    return abs(a - b) <= 1e-6 * max(abs(a), abs(b))
+for name, status, delta, noise, threshold, _rank in rows:
+    if (status == "divergent") != (delta > threshold):
+        raise SystemExit(f"{name}: {status} with error {delta} against threshold {threshold}")
+    if len(sys.argv) == 3 and not close(threshold, 10 * noise * p):
+        raise SystemExit(f"{name}: threshold {threshold}, expected 10 x {noise} x {p:g}")
+if len(sys.argv) > 3:
+    import torch
+    atol, rtol, model = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    x = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        out = torch.jit.load(model).eval()(x).double()
+    name, _status, _delta, noise, threshold, _rank = rows[-1]
+    expected = max(10 * noise * p, (atol + rtol * float(out.abs().max())) / float(out.max() - out.min()))
+    if not name.startswith("head/") or not close(threshold, expected):
+        raise SystemExit(f"{name}: threshold {threshold}, expected {expected} (the tolerance term)")
+print(f"{path}: {len(rows)} layers follow the rule")
+PY
+}
+for tolerance in "0 0" "1 0.01"; do
+  read -r atol rtol <<<"$tolerance"
+  cat >"$work/rule.yaml" <<YAML
+name: tiny
+model: tiny.pt
+inputs:
+  - {name: noise, random: {shape: [1, 3, 16, 16], seed: 3, distribution: normal}}
+reference: cpu_fp32
+targets: [onednn_off, frozen, cpu_bf16, cpu_bf16_autocast]
+tolerance: {atol: $atol, rtol: $rtol}
+YAML
+  for target in onednn_off:1 frozen:1 cpu_bf16:65536 cpu_bf16_autocast:65536; do
+    rm -f "$work/rule.json"
+    "$DRIFTGATE" explain "tiny/noise/cpu_fp32~${target%%:*}/out" "$work/rule.yaml" --json "$work/rule.json" \
+      >/dev/null 2>"$work/rule.log"
+    args=("$work/rule.json" "${target##*:}")
+    [[ $atol == 0 ]] || args+=("$atol" "$rtol" "$work/tiny.pt")
+    expect_exit 0 "${target%%:*} at atol $atol, rtol $rtol: thresholds follow the rule (p = ${target##*:})" -- \
+      threshold_rule "${args[@]}"
+  done
+done
 finish
