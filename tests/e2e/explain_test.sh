@@ -200,4 +200,49 @@ YAML
       threshold_rule "${args[@]}"
   done
 done
+# Re-injection says confirmed only when the first divergent layer's own ops reproduce the
+# divergence. "wide" (a 1x1 conv) has one channel a million times larger than the other, which
+# alone feeds "narrow": a change of 1e-3 in the small channel's bias is far within wide's
+# threshold (its range is ~1e6) and far beyond narrow's (range ~4). narrow is the first divergent
+# layer either way, but its own op, re-run on the reference's values, reproduces the error only
+# when narrow's own bias changed.
+/usr/bin/python3 - "$work/carry.pt" <<'PY'
+import sys
+import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wide = torch.nn.Conv2d(3, 2, 1)
+        self.narrow = torch.nn.Conv2d(2, 1, 1)
+    def forward(self, x):
+        return self.narrow(self.wide(x))
+torch.manual_seed(0)
+net = Net().eval()
+with torch.no_grad():
+    net.wide.weight[0] *= 1e6
+    net.wide.bias.copy_(torch.tensor([0.0, 0.5]))
+    net.narrow.weight.copy_(torch.tensor([0.0, 1.0]).reshape(1, 2, 1, 1))
+    net.narrow.bias.fill_(0.1)
+    torch.jit.trace(net, torch.randn(1, 3, 16, 16)).save(sys.argv[1])
+PY
+cat >"$work/carry.yaml" <<YAML
+name: carry
+model: carry.pt
+inputs:
+  - {name: noise, random: {shape: [1, 3, 16, 16], seed: 3, distribution: normal}}
+reference: cpu_fp32
+targets: [threads_2, frozen]
+tolerance: {atol: 0, rtol: 0}
+YAML
+for change in wide.bias:1.002:not_confirmed narrow.bias:1.01:confirmed; do
+  IFS=: read -r parameter scale verdict <<<"$change"
+  /usr/bin/python3 "$tools/export_models.py" perturb "$work/carry.pt" "$work/changed.pt" --scale "$scale" \
+    --parameter "$parameter" 2>/dev/null
+  for target in threads_2 frozen; do
+    expect_exit 1 "$parameter changed, $target: narrow diverges" -- "$DRIFTGATE" explain \
+      "carry/noise/cpu_fp32~$target/out" "$work/carry.yaml" --target-model "$work/changed.pt"
+    expect_contains "$work/stdout" "first divergent: narrow/aten::_convolution#1" "$parameter, $target: narrow first"
+    expect_contains "$work/stdout" "re-injection: $verdict (" "$parameter, $target: re-injection $verdict"
+  done
+done
 finish
