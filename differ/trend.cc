@@ -334,9 +334,12 @@ std::string factor_text(double factor) {
   return buffer;
 }
 
-// "x12" or "x12 to x1000" for factors >= 1 (worse) or their inverses (better).
+// "x12" or "x12 to x1000" for factors >= 1 (worse) or their inverses (better); factors that
+// print alike are named once.
 std::string factor_range(double low, double high) {
-  return low == high ? factor_text(low) : factor_text(low) + " to " + factor_text(high);
+  std::string low_text = factor_text(low);
+  std::string high_text = factor_text(high);
+  return low_text == high_text ? low_text : low_text + " to " + high_text;
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -197,6 +199,86 @@ TEST(TrendRelativeErrorTest, RelativeErrorIsMaxAbsOverTheReferencesScale) {
   std::string html = render_trend_html(trend, TrendHtmlOptions{});
   EXPECT_NE(html.find("Relative error per check, log scale"), std::string::npos);
   EXPECT_NE(html.find("relative error 2.5e-07"), std::string::npos);
+}
+
+// The commit ranges build_trend reports, against histories whose culprits are known by
+// construction: one step at every position of every length, and several steps, with noise and
+// with commits that have no baseline. Each step's range must be (the measured commit before the
+// culprit ... the culprit): the last baseline at the old level and the first at the new one.
+TEST(TrendStepRangeTest, RandomStepHistoriesNameTheCulpritCommit) {
+  std::mt19937 random(18);
+  std::normal_distribution<double> noise(0.0, 0.05);              // decades
+  std::uniform_real_distribution<double> size_of_step(1.0, 3.0);  // decades, either way
+  std::uniform_int_distribution<int> base(-9, -4);
+  const size_t min_segment = ChangePointOptions{}.min_segment;
+  int histories = 0;
+  auto check_history = [&](size_t n, const std::vector<size_t>& measured, const std::vector<size_t>& culprits,
+                           bool noisy) {
+    // culprits: positions in `measured` where a new level starts.
+    TempDir dir;
+    DirectoryStore store(dir.path());
+    double level = base(random);
+    size_t next = 0;
+    for (size_t m = 0; m < measured.size(); ++m) {
+      if (next < culprits.size() && culprits[next] == m) {
+        level += size_of_step(random) * (random() % 2 == 0 ? 1.0 : -1.0);
+        ++next;
+      }
+      double max_abs = std::pow(10.0, level + (noisy ? noise(random) : 0.0));
+      store.save(
+          make_run(fake_sha(measured[m]), make_environment(), {make_check("in0", CheckStatus::k_pass, max_abs)}));
+    }
+    TrendData trend = build_trend("main", fake_commits(n), store, TrendOptions{});
+    std::vector<std::pair<size_t, size_t>> found;
+    for (const StepChange& step : trend.steps) {
+      found.emplace_back(step.last_before, step.first_after);
+    }
+    std::vector<std::pair<size_t, size_t>> expected;
+    for (size_t culprit : culprits) {
+      expected.emplace_back(measured[culprit - 1], measured[culprit]);
+    }
+    std::string where = "n " + std::to_string(n) + ", measured";
+    for (size_t m : measured) {
+      where += " " + std::to_string(m);
+    }
+    EXPECT_EQ(found, expected) << where;
+    ++histories;
+  };
+  for (size_t n = 2; n <= 12; ++n) {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      // repeat 0: every commit has a baseline and no noise; then some commits have none.
+      std::vector<size_t> measured;
+      for (size_t i = 0; i < n; ++i) {
+        if (repeat == 0 || random() % 4 != 0) {
+          measured.push_back(i);
+        }
+      }
+      if (measured.size() < 2) {
+        continue;
+      }
+      for (size_t at = 1; at < measured.size(); ++at) {  // every step position
+        check_history(n, measured, {at}, repeat != 0);
+      }
+      std::vector<size_t> culprits;  // several steps; levels between them last min_segment baselines
+      for (size_t m = 1; m < measured.size(); ++m) {
+        if ((culprits.empty() || m - culprits.back() >= min_segment) && random() % 3 == 0) {
+          culprits.push_back(m);
+        }
+      }
+      check_history(n, measured, culprits, repeat != 0);
+    }
+  }
+  EXPECT_GT(histories, 150);
+}
+
+// A group's factors that print alike are one factor: "x30 worse", not "x30 to x30 worse".
+TEST(StepGroupTest, FactorsThatPrintAlikeAreNamedOnce) {
+  std::vector<StepChange> steps = {
+      {"k1", "a", 3, 4, 1e-7, 3e-6}, {"k1", "b", 3, 4, 1e-7, 3.00001e-6},  // x30.0001: another double, the same text
+  };
+  std::vector<StepGroup> groups = group_steps(steps);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(describe_factors(groups[0]), "x30 worse");
 }
 
 // One cause, one row: steps of the same commit range and environment form a group, worst group first.
