@@ -8,9 +8,10 @@
 //
 //   make_run --out FILE --sha SHA [--inputs N] [--targets K] [--experiments E]
 //            [--threads T] [--onednn V] [--fail GLOB]... [--fail-every M]
-//            [--scale F] [--shard I/N] [--branch B] [--dirty] [--tasks] [--atol A]
+//            [--scale F] [--output-scale F] [--shard I/N] [--branch B] [--dirty] [--tasks] [--atol A]
 // Check ids are e<j>/in<i>/cpu_fp32~t<k>/out. A check matching a --fail glob, or
-// every M-th check, is fail_numeric; --scale multiplies every max_abs (drift).
+// every M-th check, is fail_numeric; --scale multiplies every max_abs (drift); --output-scale
+// multiplies the outputs themselves (rescaled logits): max_abs and the reference's values alike.
 // --tasks adds a tier-3 check e<j>/in<i>/cpu_fp32~t<k>/task:classification per numeric one
 // (fail_task where a --fail glob matches it); --atol sets every check's and experiment's atol
 // (and changes the config hash, as an edited config would).
@@ -40,6 +41,7 @@ struct Options {
   std::vector<std::string> fail;
   long fail_every = 0;
   double scale = 1.0;
+  double output_scale = 1.0;
   int shard_index = 0;
   int shard_count = 1;
   bool tasks = false;
@@ -49,8 +51,8 @@ struct Options {
 [[noreturn]] void usage(const std::string& what) {
   std::cerr << "make_run: " << what
             << "\nusage: make_run --out FILE --sha SHA [--inputs N] [--targets K] [--experiments E] [--threads T] "
-               "[--onednn V] [--fail GLOB]... [--fail-every M] [--scale F] [--shard I/N] [--branch B] [--dirty] "
-               "[--tasks] [--atol A]\n";
+               "[--onednn V] [--fail GLOB]... [--fail-every M] [--scale F] [--output-scale F] [--shard I/N] "
+               "[--branch B] [--dirty] [--tasks] [--atol A]\n";
   std::exit(2);
 }
 
@@ -92,6 +94,8 @@ Options parse(int argc, char** argv) {
       options.fail_every = std::stol(value);
     } else if (flag == "--scale") {
       options.scale = std::stod(value);
+    } else if (flag == "--output-scale") {
+      options.output_scale = std::stod(value);
     } else if (flag == "--atol") {
       options.atol = std::stod(value);
     } else if (flag == "--shard") {
@@ -127,14 +131,14 @@ driftgate::CheckRecord make_check(const Options& options, int experiment, int in
   stats.numel = 1000;
   stats.mismatches = fails ? 3 : 0;
   stats.mismatch_fraction = fails ? 0.003 : 0.0;
-  stats.max_abs = (fails ? 1e-3 : 1e-7 * (1 + ordinal % 7)) * options.scale;
+  stats.max_abs = (fails ? 1e-3 : 1e-7 * (1 + ordinal % 7)) * options.scale * options.output_scale;
   stats.max_abs_index = {0, static_cast<int64_t>(ordinal % 10)};
-  stats.max_abs_reference = 0.5;
-  stats.max_abs_target = 0.5 + stats.max_abs;
+  stats.max_abs_reference = 0.5 * options.output_scale;
+  stats.max_abs_target = stats.max_abs_reference + stats.max_abs;
   stats.max_rel = stats.max_abs * 2;
   stats.max_rel_index = stats.max_abs_index;
   stats.rel_floor = 1e-6;
-  stats.max_abs_reference_value = 3.0;
+  stats.max_abs_reference_value = 3.0 * options.output_scale;
   stats.min_atol = stats.max_abs;
   stats.reference_repeat_max_abs = 0.0;
   stats.target_repeat_max_abs = 0.0;

@@ -6,7 +6,8 @@
 # flow not doubling the trend or breaking `baseline show` (7), one line per cause of steps (8),
 # and the smaller ones (9): the
 # notes store in trend, diff before any baseline, the lock file, list, -q --format text, a
-# repository without commits, the --help example, and a config change naming its settings.
+# repository without commits, the --help example, a config change naming its settings, and the
+# trend's relative error for rescaled logits. Item 5 needs LibTorch: tests/e2e/tier3_test.sh.
 # Runs come from make_run (no LibTorch).
 source "$(dirname "$0")/lib.sh"
 : "${MAKE_RUN:?set MAKE_RUN to the make_run tool (bench/make_run.cc)}"
@@ -129,6 +130,8 @@ expect_exit 0 "item 9: baseline list" -- "$DRIFTGATE" baseline list
 head -2 "$work/stdout" | tail -1 >"$work/first.txt"
 expect_contains "$work/first.txt" "  ${c[10]}  " "item 9: list starts with the newest commit"
 expect_contains "$work/first.txt" "  c10" "item 9: list shows the commit's subject"
+date10=$(git log -1 --format=%cd --date=format:'%Y-%m-%d %H:%M %z' "${c[10]}")
+expect_contains "$work/first.txt" "  ${c[10]}  $date10  c10" "item 9: list shows the commit's date (git log's)"
 
 # --- 4: sweep counts task checks apart.
 "$MAKE_RUN" --out "$work/tasks.jsonl" --sha "${c[10]}" --tasks --fail 'e0/in0/cpu_fp32~t0/task*'
@@ -155,5 +158,25 @@ expect_contains "$work/n.md" "- \`${c[8]:0:7}...${c[9]:0:7}\` e0/in1/cpu_fp32~t1
   "item 3: a linear 10-commit history names c8...c9"
 expect_exit 0 "item 9: baseline show reads notes too" -- "$DRIFTGATE" baseline show --store notes:
 expect_contains "$work/stdout" "commit ${c[10]}" "item 9: show HEAD from notes"
+
+# --- 9: rescaled logits (outputs x30 from c4 on) move max_abs x30; the relative error,
+# max_abs / max|reference|, stays 1e-7 / 3 for e0/in0/cpu_fp32~t0/out at every commit.
+new_repo "$work/r" || exit 1
+for i in $(seq 1 6); do
+  r[i]=$(commit "c$i")
+  scale=1
+  ((i >= 4)) && scale=30
+  "$MAKE_RUN" --out "$work/r$i.jsonl" --sha "${r[i]}" --output-scale "$scale"
+  "$DRIFTGATE" baseline update "$work/r$i.jsonl" --store notes: >/dev/null || echo "FAIL: notes update r$i"
+done
+expect_exit 0 "item 9: trend of rescaled logits" -- "$DRIFTGATE" trend --store notes: -o "$work/r.html" \
+  --markdown "$work/r.md"
+expect_contains "$work/r.md" "- \`${r[3]:0:7}...${r[4]:0:7}\` 4 checks, x30 worse" "item 9: max_abs reads x30 worse"
+expect_contains "$work/r.html" "<h2 id=\"relative-error\">Relative error</h2>" "item 9: the relative error chart"
+checks=$((checks + 1))
+same=$(grep -c "e0/in0/cpu_fp32~t0/out: relative error 3.3e-08</title>" "$work/r.html")
+moved=$(grep -c "e0/in0/cpu_fp32~t0/out: relative error" "$work/r.html")
+if [[ $same == 6 && $moved == 6 ]]; then echo "ok: item 9: the relative error is 3.3e-08 at all 6 commits"
+else failures=$((failures + 1)); echo "FAIL: relative error points: $same of $moved at 3.3e-08 (want 6 of 6)"; fi
 
 finish
