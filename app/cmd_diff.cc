@@ -116,7 +116,8 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "max-walk", po::value<int>(&request.max_walk)->default_value(k_default_max_walk),
       "first-parent commits searched for a baseline, start included")(
       "drift-factor", po::value<double>(&request.drift_factor)->default_value(10.0),
-      "a passing check's max_abs must grow by more than this factor to count as drift grew")(
+      "max_abs must grow by more than this factor to count as drift grew (a passing check) or failure grew "
+      "(a failing one)")(
       "allow-env-mismatch", po::bool_switch(&request.allow_env_mismatch),
       "when no baseline of this environment exists, compare with the nearest of another (marked in every output)")(
       "against-env", po::value<std::string>(),
