@@ -38,14 +38,16 @@ struct TrendRequest {
 const CommandHelp k_help{
     "driftgate trend [--store DIR|notes:] --branch REV -o trend.html [--markdown trend.md] [options]",
     "Draws the history of the baselines along the first-parent history of --branch: pass rate per target\n"
-    "backend, max error per check (log scale), environment changes on the time axis, step changes (optimal\n"
+    "backend, max error per check (log scale) and beside it the relative error max_abs / max|reference|\n"
+    "(unmoved by rescaled outputs), environment changes on the time axis, step changes (optimal\n"
     "segmentation on log10(max_abs) within an environment, and medians across each environment change; at\n"
-    "least --min-effect decades) with their commit range, the tolerance sweep of the newest baseline (from\n"
-    "recorded min_atol), per-layer errors where records carry tier-2 profiles, and every commit's SHA,\n"
-    "subject, author and date. The HTML is one file with inline SVG and CSS that opens offline. --markdown\n"
-    "adds a table and a mermaid chart for a PR comment. Commits that only add baselines (no baseline of\n"
-    "their own, every changed file under the --store directory) are left out of the history. --store\n"
-    "notes: reads the git notes store. Always exits 0 when the report was written.",
+    "least --min-effect decades) with their commit range, one line per cause, the tolerance sweep of the\n"
+    "newest baseline's numeric checks (from recorded min_atol; task checks get their own pass rate),\n"
+    "per-layer errors where records carry tier-2 profiles, and every commit's SHA, subject, author and date.\n"
+    "The HTML is one file with inline SVG and CSS that opens offline. --markdown adds a table and a mermaid\n"
+    "chart for a PR comment. Commits that only add baselines (no baseline of their own, every changed file\n"
+    "under the --store directory) are left out of the history. --store notes: reads the git notes store.\n"
+    "Always exits 0 when the report was written.",
     "driftgate trend --store baselines --branch main -o trend.html --markdown trend.md"};
 
 std::optional<TrendRequest> parse_request(CommandContext& context) {

@@ -308,14 +308,15 @@ TEST(Diff, AChangedConfigNamesTheSettingsThatDiffer) {
   run.header.experiments[0].tolerance = Tolerance{1e-8, 1.3e-6, ToleranceRule::k_assert_close};
   baseline.header.experiments[0].targets = {"onednn_off", "cpu_bf16"};
   run.header.experiments[0].targets = {"onednn_off"};
+  baseline.header.experiments[0].inputs = {"x", "y"};  // the run has input x only
   DiffResult result = diff_runs(run, baseline);
   ASSERT_EQ(result.experiment_changes.size(), 1u);
   EXPECT_EQ(result.experiment_changes[0].details,
             "tolerance atol 1e-05 -> 1e-08; targets [onednn_off, cpu_bf16] -> "
-            "[onednn_off]");
+            "[onednn_off]; inputs [x, y] -> [x]");
   EXPECT_EQ(result.experiment_changes[0].note(),
             "config changed (54c723f -> c45b903: tolerance atol 1e-05 -> 1e-08; targets [onednn_off, cpu_bf16] -> "
-            "[onednn_off])");
+            "[onednn_off]; inputs [x, y] -> [x])");
   ASSERT_EQ(result.checks.size(), 1u);
   EXPECT_EQ(result.checks[0].notes, std::vector<std::string>{result.experiment_changes[0].note()});
 }
