@@ -2,24 +2,26 @@
 """Tier 2 against an independent localizer: does `driftgate explain` name the module Python names?
 
 For torchvision architectures with input-dependent outputs (seeded weights, BatchNorm statistics
-measured on a batch) and every target (the graph rewrites frozen, optimized, xnnpack and the
-runtime-only onednn_off, channels_last, threads_2), three cases each: the unmodified model, one
-weight scaled outside any fused group, and the convolution of a conv -> BN -> activation block
-scaled (inside the group that frozen, optimized and xnnpack fold or fuse). driftgate localizes the
-target model file against the unmodified reference (`explain --target-model`).
+measured on a batch) and every float32 CPU target (the graph rewrites frozen, frozen_exact,
+optimized, xnnpack and the runtime-only onednn_off, channels_last, threads_2, threads_4), three
+cases each: the unmodified model, one weight scaled outside any fused group, and the convolution
+of a conv -> BN -> activation block scaled (inside the group that frozen, optimized and xnnpack
+fold or fuse). driftgate localizes the target model file against the unmodified reference
+(`explain --target-model`).
 
 The localizer here shares nothing with driftgate's: it runs the eager PyTorch model with a forward
 hook on every module (the reference's module outputs, named by module path) and
   * for a runtime-only target, the perturbed eager model under the target's setting, module by module;
-  * for a graph rewrite, every tensor value of the rewritten graph (LibTorch's own freeze,
-    optimize_for_inference or optimize_for_mobile of the model file, each value cloned out of the
-    graph) and decides *numerically* which module outputs the rewrite kept: a module output is
-    comparable when some value of the rewritten graph equals it (within 1e-4 of its range). That
-    map is made on a twin of the model whose BatchNorms shift nothing (running mean and bias 0,
-    scales random), because LibTorch 1.13's optimize_for_mobile drops the shift of a BatchNorm it
-    folds into a convolution without bias (measured: 0.12-0.25 on a conv -> BN pair), so on the
-    real model no xnnpack value equals a module output; the rewritten graphs have the same nodes
-    whatever the weights (checked), and the real graph's value at each mapped place is compared.
+  * for a graph rewrite, every tensor value of the rewritten graph (LibTorch's own freeze, with
+    or without optimize_numerics, optimize_for_inference or optimize_for_mobile of the model file,
+    each value cloned out of the graph) and decides *numerically* which module outputs the
+    rewrite kept: a module output is comparable when some value of the rewritten graph equals it
+    (within 1e-4 of its range). That map is made on a twin of the model whose BatchNorms shift
+    nothing (running mean and bias 0, scales random), because LibTorch 1.13's optimize_for_mobile
+    drops the shift of a BatchNorm it folds into a convolution without bias (measured: 0.12-0.25
+    on a conv -> BN pair), so on the real model no xnnpack value equals a module output; the
+    rewritten graphs have the same nodes whatever the weights (checked), and the real graph's
+    value at each mapped place is compared.
 The expected answer is the first module (in execution order) whose comparable value departs from
 the reference by more than 1e-3 of its range. An unmodified model whose target output passes
 torch.testing.assert_close (a benign target) must get no divergent layer and exit 0 from `explain`.
@@ -63,8 +65,8 @@ CASES = [
     ("mobilenet_v2", "classifier.1.weight", "features.5.conv.0.0.weight"),
     ("efficientnet_b0", "features.3.0.block.2.fc2.weight", "features.3.0.block.0.0.weight"),
 ]
-REWRITES = ["frozen", "optimized", "xnnpack"]
-RUNTIME = ["onednn_off", "channels_last", "threads_2"]
+REWRITES = ["frozen", "frozen_exact", "optimized", "xnnpack"]
+RUNTIME = ["onednn_off", "channels_last", "threads_2", "threads_4"]
 
 
 def normalized(value, reference):
@@ -105,6 +107,8 @@ def rewritten(path, rewrite):
     module = torch.jit.load(path).eval()
     if rewrite == "frozen":
         return torch.jit.freeze(module)
+    if rewrite == "frozen_exact":
+        return torch.jit.freeze(module, optimize_numerics=False)
     if rewrite == "optimized":
         return torch.jit.optimize_for_inference(module)
     return optimize_for_mobile(module)
@@ -253,7 +257,7 @@ def expected_runtime(reference, model, parameter, target, x):
                                             with_output=True)
             perturbed.to(memory_format=torch.contiguous_format)
         else:
-            torch.set_num_threads(2)
+            torch.set_num_threads(int(target.split("_")[1]))  # threads_2, threads_4
             try:
                 values, output = module_outputs(perturbed, x, with_output=True)
             finally:
