@@ -252,13 +252,22 @@ bool read_object(element value, const std::string_view (&names)[N], uint32_t req
 constexpr uint32_t all_of(size_t n) { return n >= 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1; }
 
 bool read_tolerance(element value, Tolerance& tolerance) {
-  static constexpr std::string_view k_names[] = {"atol", "rtol", "rule"};
+  // k and origin are optional (records before them have neither).
+  static constexpr std::string_view k_names[] = {"atol", "rtol", "rule", "k", "origin"};
+  tolerance.k = 0.0;
+  tolerance.origin.clear();
   return read_object(value, k_names, all_of(3), [&](size_t i, element field) {
     if (i == 0) {
       return read_number(field, tolerance.atol);
     }
     if (i == 1) {
       return read_number(field, tolerance.rtol);
+    }
+    if (i == 3) {
+      return read_number(field, tolerance.k);
+    }
+    if (i == 4) {
+      return read_text(field, tolerance.origin);
     }
     std::string name;
     if (!read_text(field, name)) {
@@ -459,6 +468,14 @@ void append_check_json_begin(std::string& out, const CheckRecord& check) {
   put_raw_double(out, check.tolerance.atol);
   out += ",\"rtol\":";
   put_raw_double(out, check.tolerance.rtol);
+  if (check.tolerance.k > 0.0) {
+    out += ",\"k\":";
+    put_raw_double(out, check.tolerance.k);
+  }
+  if (!check.tolerance.origin.empty()) {
+    out += ",\"origin\":";
+    put_string(out, check.tolerance.origin);
+  }
   out += '}';
   if (check.observed_reference) {
     put_observed(out, "observed_reference", *check.observed_reference);

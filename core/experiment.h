@@ -125,6 +125,10 @@ struct Experiment {
   // recorded with the check.
   bool tolerance_per_dtype = false;
   std::string tolerance_origin = "default";  // "configs/x.yaml:12:3" or "default"
+  // `tolerances:` in file order. A check takes, value by value, the experiment's
+  // tolerance, then the matching entries from the least to the most specific (target
+  // over output over dtype; equally specific ones in file order): resolve_tolerance.
+  std::vector<ToleranceOverride> tolerance_overrides;
   // Run the float64 oracle (a separately loaded float64 CPU instance) on every
   // input, so each check records both sides' error against it. The oracle rule needs it.
   bool oracle = true;
@@ -139,10 +143,19 @@ struct Experiment {
 };
 
 // The tolerance a check of `target` against the experiment's reference is configured
-// with: the experiment's, with assert_close's per-dtype atol/rtol of the two backends'
-// dtypes when tolerance_per_dtype. (A compared check records the tolerance of the
-// dtypes its outputs really had.)
+// with before any output is seen: resolve_tolerance with the two backends' dtypes and
+// no output (entries that select an output do not apply). A compared check records the
+// tolerance of its output and of the dtypes its outputs really had.
 Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target);
+
+// The tolerance one check is judged with, each value with its origin (Tolerance::origin):
+// the experiment's `tolerance:` (or assert_close's defaults for the two observed dtypes
+// when it sets no atol/rtol), then the `tolerances:` entries that match `target`,
+// `output` (empty: no output, entries with an output glob do not apply) and the
+// target's dtype, least specific first; the oracle rule's k defaults
+// to oracle_multiplier(observed target dtype). k is 0 unless the rule is oracle.
+Tolerance resolve_tolerance(const Experiment& experiment, const BackendSpec& target, const std::string& output,
+                            const std::string& observed_reference_dtype, const std::string& observed_target_dtype);
 
 // Loads and validates one experiment. Throws driftgate::Error with
 // "<path>:<line>:<col>: <message>" on any problem.

@@ -142,12 +142,72 @@ std::vector<int64_t> integers(const Json& value) {
 }
 
 Json tolerance_json(const Tolerance& tolerance) {
-  return Json{{"rule", to_string(tolerance.rule)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
+  Json json{{"rule", to_string(tolerance.rule)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
+  if (tolerance.k > 0.0) {
+    json["k"] = tolerance.k;
+  }
+  if (!tolerance.origin.empty()) {
+    json["origin"] = tolerance.origin;
+  }
+  return json;
 }
 
+// k and origin are optional: records written before them have neither.
 Tolerance parse_tolerance(const Json& json) {
-  return Tolerance{to_number(field(json, "atol")), to_number(field(json, "rtol")),
-                   parse_tolerance_rule(text(json, "rule"))};
+  Tolerance tolerance;
+  tolerance.atol = to_number(field(json, "atol"));
+  tolerance.rtol = to_number(field(json, "rtol"));
+  tolerance.rule = parse_tolerance_rule(text(json, "rule"));
+  if (json.contains("k")) {
+    tolerance.k = to_number(json["k"]);
+  }
+  if (json.contains("origin")) {
+    tolerance.origin = text(json, "origin");
+  }
+  return tolerance;
+}
+
+Json tolerance_override_json(const ToleranceOverride& entry) {
+  Json json = Json::object();
+  for (const auto& [key, value] : {std::pair{"target", &entry.target}, {"output", &entry.output},
+                                   {"dtype", &entry.dtype}}) {
+    if (!value->empty()) {
+      json[key] = *value;
+    }
+  }
+  if (entry.rule) {
+    json["rule"] = to_string(*entry.rule);
+  }
+  for (const auto& [key, value] : {std::pair{"atol", &entry.atol}, {"rtol", &entry.rtol}, {"k", &entry.k}}) {
+    if (*value) {
+      json[key] = **value;
+    }
+  }
+  json["origin"] = entry.origin;
+  return json;
+}
+
+ToleranceOverride parse_tolerance_override(const Json& json) {
+  if (!json.is_object()) {
+    throw Error("a tolerances entry must be an object, got " + json.dump());
+  }
+  ToleranceOverride entry;
+  for (const auto& [key, value] : {std::pair{"target", &entry.target}, {"output", &entry.output},
+                                   {"dtype", &entry.dtype}}) {
+    if (json.contains(key)) {
+      *value = text(json, key);
+    }
+  }
+  if (json.contains("rule")) {
+    entry.rule = parse_tolerance_rule(text(json, "rule"));
+  }
+  for (const auto& [key, value] : {std::pair{"atol", &entry.atol}, {"rtol", &entry.rtol}, {"k", &entry.k}}) {
+    if (json.contains(key)) {
+      *value = to_number(json[key]);
+    }
+  }
+  entry.origin = text(json, "origin");
+  return entry;
 }
 
 OracleErrors parse_oracle(const Json& json) {
@@ -258,6 +318,11 @@ RunHeader parse_header(const Json& json) {
     experiment.targets = strings(item, "targets");
     experiment.tolerance = parse_tolerance(field(item, "tolerance"));
     experiment.tolerance_origin = text(item, "tolerance_origin");
+    if (item.contains("tolerances")) {
+      for (const auto& entry : field(item, "tolerances")) {
+        experiment.tolerance_overrides.push_back(parse_tolerance_override(entry));
+      }
+    }
     require_printable(experiment.name, "experiment name");
     for (const auto& name : experiment.inputs) {
       require_printable(name, "input name");
@@ -510,6 +575,12 @@ std::string header_to_json_line(const RunHeader& header) {
                                {"targets", experiment.targets},
                                {"tolerance", tolerance_json(experiment.tolerance)},
                                {"tolerance_origin", experiment.tolerance_origin}});
+    if (!experiment.tolerance_overrides.empty()) {
+      Json& overrides = experiments.back()["tolerances"] = Json::array();
+      for (const ToleranceOverride& entry : experiment.tolerance_overrides) {
+        overrides.push_back(tolerance_override_json(entry));
+      }
+    }
   }
   Json json{
       {"type", "header"},

@@ -78,6 +78,28 @@ struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
   ToleranceRule rule = ToleranceRule::k_assert_close;
+  // The oracle rule's k (its multiplier of the reference's error); 0 for the other rules
+  // (and in records written before k was recorded).
+  double k = 0.0;
+  // Where the values came from: one place ("configs/x.yaml:9:12", "default",
+  // "assert_close defaults for float32/bfloat16"), or per value when they differ
+  // ("rule configs/x.yaml:9:12; atol/rtol configs/x.yaml:14:7; k default"). Empty in an
+  // experiment's own tolerance (its origin is Experiment::tolerance_origin) and in older records.
+  std::string origin{};
+};
+
+// One entry of `tolerances:`, which sets the tolerance of some checks apart from the
+// experiment's `tolerance:`. It selects by target, output and the target's dtype (any
+// of them; at least one), and sets any of rule, atol/rtol (together) and k.
+struct ToleranceOverride {
+  std::string target;  // a target's name; empty: every target
+  std::string output;  // an fnmatch glob over output paths ("out", "out['boxes']"); empty: every output
+  std::string dtype;   // the target backend's dtype ("bfloat16"); empty: every dtype
+  std::optional<ToleranceRule> rule;
+  std::optional<double> atol;  // atol and rtol come together
+  std::optional<double> rtol;
+  std::optional<double> k;  // the oracle rule's k
+  std::string origin;       // "configs/x.yaml:14:7"
 };
 
 // Errors of both sides against the float64 oracle (a separately loaded float64 CPU
@@ -202,6 +224,7 @@ struct ExperimentHeader {
   std::vector<std::string> targets;
   Tolerance tolerance;
   std::string tolerance_origin;  // "configs/x.yaml:12:3" or "default"
+  std::vector<ToleranceOverride> tolerance_overrides{};  // `tolerances:`, written only when there are some
 };
 
 // Which slice of the suite a run file holds: `run --shard i/N` writes shard i of N

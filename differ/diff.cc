@@ -123,6 +123,32 @@ std::string list_text(const std::vector<std::string>& items) {
   return "[" + text + "]";
 }
 
+// `tolerances:` entries as "[target cpu_bf16: rule oracle k 4, dtype bfloat16: atol 0.01 rtol 0.016]".
+std::string tolerance_overrides_text(const std::vector<ToleranceOverride>& entries) {
+  std::vector<std::string> items;
+  for (const ToleranceOverride& entry : entries) {
+    std::string selects;
+    for (const auto& [name, value] : {std::pair{"target", &entry.target}, {"output", &entry.output},
+                                      {"dtype", &entry.dtype}}) {
+      if (!value->empty()) {
+        selects += (selects.empty() ? "" : " ") + std::string(name) + " " + *value;
+      }
+    }
+    std::string sets;
+    if (entry.rule) {
+      sets += std::string(" rule ") + to_string(*entry.rule);
+    }
+    if (entry.atol) {
+      sets += " atol " + number_text(*entry.atol) + " rtol " + number_text(*entry.rtol);
+    }
+    if (entry.k) {
+      sets += " k " + number_text(*entry.k);
+    }
+    items.push_back(selects + ":" + sets);
+  }
+  return list_text(items);
+}
+
 // What the run records of an experiment's config that differs: the settings a changed config
 // hash may stand for. "" when none does.
 std::string config_details(const ExperimentHeader& was, const ExperimentHeader& now) {
@@ -135,6 +161,10 @@ std::string config_details(const ExperimentHeader& was, const ExperimentHeader& 
   add("tolerance atol", number_text(was.tolerance.atol), number_text(now.tolerance.atol));
   add("tolerance rtol", number_text(was.tolerance.rtol), number_text(now.tolerance.rtol));
   add("tolerance rule", to_string(was.tolerance.rule), to_string(now.tolerance.rule));
+  add("tolerance k", was.tolerance.k > 0.0 ? number_text(was.tolerance.k) : "default",
+      now.tolerance.k > 0.0 ? number_text(now.tolerance.k) : "default");
+  add("tolerances", tolerance_overrides_text(was.tolerance_overrides),
+      tolerance_overrides_text(now.tolerance_overrides));
   add("reference", was.reference, now.reference);
   add("targets", list_text(was.targets), list_text(now.targets));
   add("inputs", list_text(was.inputs), list_text(now.inputs));

@@ -1,5 +1,6 @@
 #include "runner/rules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -36,7 +37,10 @@ std::string minimum(const Tier1Stats& stats, const Tolerance& tolerance) {
 
 std::string oracle_failure(const Tier1Stats& stats, const Tolerance& tolerance, const std::string& target_dtype) {
   const OracleErrors& oracle = *stats.oracle;
-  const double k = oracle_multiplier(target_dtype);
+  // k as configured (Tolerance::k); a tolerance without one (tests) takes PyTorch's per dtype.
+  const double k = tolerance.k > 0.0 ? tolerance.k : oracle_multiplier(target_dtype);
+  // A target at 10x the reference's error is flagged, or at k x where k was set above 10.
+  const double flag_ratio = std::max(k_oracle_flag_ratio, k);
   const double floor = tolerance.atol / 10.0;
   const double allowed = k * oracle.reference_rmse + floor;
   const std::string errors = " · max |target - float64| " + format_value(oracle.target_max_abs) +
@@ -46,12 +50,13 @@ std::string oracle_failure(const Tier1Stats& stats, const Tolerance& tolerance, 
            " exceeds " + format_value(k) + " x the reference's " + format_value(oracle.reference_rmse) + " + atol/10 " +
            format_value(floor) + " = " + format_value(allowed) + errors;
   }
-  if (oracle.target_rmse > 0.0 && oracle.target_rmse >= k_oracle_flag_ratio * oracle.reference_rmse) {
+  if (oracle.target_rmse > 0.0 && oracle.target_rmse >= flag_ratio * oracle.reference_rmse) {
     std::string ratio =
         oracle.reference_rmse > 0.0 ? format_value(oracle.target_rmse / oracle.reference_rmse) + " x" : "infinitely";
     return "oracle rule (PyTorch same()): the target's RMSE against float64 " + format_value(oracle.target_rmse) +
            " is " + ratio + " the reference's " + format_value(oracle.reference_rmse) +
-           " (10 x or more is flagged even where atol/10 " + format_value(floor) + " would absorb it)" + errors;
+           " (" + format_value(flag_ratio) + " x or more is flagged even where atol/10 " + format_value(floor) +
+           " would absorb it)" + errors;
   }
   return "";
 }

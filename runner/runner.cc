@@ -43,6 +43,7 @@ ExperimentHeader make_header(const Experiment& experiment) {
   }
   header.tolerance = experiment.tolerance;
   header.tolerance_origin = experiment.tolerance_origin;
+  header.tolerance_overrides = experiment.tolerance_overrides;
   if (experiment.tolerance_per_dtype) {
     // What a float32 output gets; each check records what its own dtypes got.
     Tolerance defaults = assert_close_defaults("float32", "float32");
@@ -349,8 +350,10 @@ class ExperimentRun {
   void compare(size_t input, size_t t, const BackendSpec& spec, const Forwards& forwards) {
     const Forwards& reference = *m_reference_results[input];
     CompareOptions options;
-    options.tolerance = m_experiment.tolerance;
-    options.tolerance_per_dtype = m_experiment.tolerance_per_dtype;
+    options.resolve_tolerance = [this, &spec](const std::string& output, const std::string& reference_dtype,
+                                              const std::string& target_dtype) {
+      return resolve_tolerance(m_experiment, spec, output, reference_dtype, target_dtype);
+    };
     if (m_experiment.oracle && m_oracle_outputs[input]) {
       options.oracle = &*m_oracle_outputs[input];
     } else {

@@ -183,17 +183,32 @@ std::string structure_problem(const OutputLeaf& leaf, const std::map<std::string
   return "";
 }
 
+// The tolerance of the leaf at `path` whose two sides have these dtypes (or kinds).
+Tolerance leaf_tolerance(const CompareOptions& options, const std::string& path, const std::string& reference_dtype,
+                         const std::string& target_dtype) {
+  if (options.resolve_tolerance) {
+    return options.resolve_tolerance(path, reference_dtype, target_dtype);
+  }
+  Tolerance tolerance = options.tolerance;
+  if (options.tolerance_per_dtype) {
+    const Tolerance defaults = assert_close_defaults(reference_dtype, target_dtype);
+    tolerance.atol = defaults.atol;
+    tolerance.rtol = defaults.rtol;
+  }
+  return tolerance;
+}
+
 // `oracle_value`: the oracle's leaf at `path` when it is a tensor of the reference's shape.
 LeafComparison compare_numeric(const std::string& path, const c10::IValue& reference_value,
                                const c10::IValue& target_value, const c10::IValue* oracle_value,
                                const CompareOptions& options) {
   LeafComparison result;
   result.output = path;
-  result.tolerance = options.tolerance;
   at::Tensor reference = leaf_tensor(reference_value);
   at::Tensor target = leaf_tensor(target_value);
   result.observed_reference = observe_tensor(reference);
   result.observed_target = observe_tensor(target);
+  result.tolerance = leaf_tolerance(options, path, result.observed_reference->dtype, result.observed_target->dtype);
   if (!device_matches(target, options.target_device) || !device_matches(reference, options.reference_device)) {
     result.status = CheckStatus::k_fail_device;
     result.message = "driftgate refuses to label a check " + std::string(to_string(options.reference_device)) + " vs " +
@@ -207,12 +222,6 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
     result.message = "shape " + format_shape(result.observed_target->shape) + " differs from the reference's " +
                      format_shape(result.observed_reference->shape);
     return result;
-  }
-  result.tolerance = options.tolerance;
-  if (options.tolerance_per_dtype) {
-    Tolerance defaults = assert_close_defaults(result.observed_reference->dtype, result.observed_target->dtype);
-    result.tolerance.atol = defaults.atol;
-    result.tolerance.rtol = defaults.rtol;
   }
   int64_t nonfinite = 0;
   MismatchDetail detail;
@@ -257,6 +266,10 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
   if (!failure.empty()) {
     result.status = CheckStatus::k_fail_numeric;
     result.message = std::move(failure);
+    if (!result.tolerance.origin.empty()) {
+      // Where the values that failed it were set, as the gate policy names its own.
+      result.message += " · tolerance from " + result.tolerance.origin;
+    }
   }
   return result;
 }
@@ -366,7 +379,7 @@ std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const 
     }
     LeafComparison result;
     result.output = leaf.path;
-    result.tolerance = options.tolerance;
+    result.tolerance = leaf_tolerance(options, leaf.path, leaf_kind(leaf.value), leaf_kind(other));
     if (!is_comparable_scalar(leaf.value)) {
       result.status = CheckStatus::k_unsupported;
       result.message = leaf.path + ": tier 1 cannot compare an output of kind " + leaf_kind(leaf.value);

@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +47,11 @@ struct CompareOptions {
   // atol/rtol were not configured: each leaf uses assert_close's defaults for its
   // two observed dtypes (core/tolerance.h).
   bool tolerance_per_dtype = false;
+  // When set, each leaf's tolerance instead: (output path, observed reference dtype,
+  // observed target dtype) -> the tolerance with its origins. The runner sets it to
+  // resolve_tolerance for the target (per-target, per-output and per-dtype entries);
+  // the two members above serve comparisons without a config (the reference's repeats, tests).
+  std::function<Tolerance(const std::string&, const std::string&, const std::string&)> resolve_tolerance;
   // The float64 oracle's output for the same input, or null when it has none; then
   // `oracle_problem` says why, and the oracle rule fails the leaf as k_crash_ref.
   const c10::IValue* oracle = nullptr;

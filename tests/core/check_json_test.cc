@@ -135,6 +135,10 @@ TEST(CheckJson, RandomRecordsRoundTrip) {
     check.stats->rmse = static_cast<double>(random() % 100000) / 7.0;
     check.stats->numel = static_cast<int64_t>(random() >> 1);
     check.tolerance.atol = std::pow(2.0, -static_cast<double>(random() % 60));
+    check.tolerance.k = i % 4 == 0 ? static_cast<double>(random() % 50 + 1) / 2.0 : 0.0;
+    if (i % 2 == 0) {  // plain, or escaped by nlohmann (non-ASCII, quotes)
+      check.tolerance.origin = i % 4 == 2 ? "rule c/\xc3\xa9.yaml:3:5; atol/rtol \"x\".yaml:9:1" : "configs/a.yaml:4:12";
+    }
     if (i % 3 == 0) {
       check.stats.reset();
     }

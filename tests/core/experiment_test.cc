@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/error.h"
 #include "tests/support/unix_socket.h"
@@ -126,6 +128,196 @@ TEST_F(ExperimentTest, ActivationsDefaultToOnFailureAndAreStrict) {
   EXPECT_STREQ(to_string(Activations::k_on_failure), "on_failure");
 }
 
+// `tolerances:` by hand: each value from the most specific matching entry, with its origin.
+TEST_F(ExperimentTest, ToleranceEntriesSetValuesPerTargetOutputAndDtype) {
+  Experiment e = parse(
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
+      "targets: [frozen, cpu_bf16, cpu_bf16_autocast]\n"
+      "tolerance: {atol: 1.0e-5, rtol: 1.0e-6}\n"
+      "tolerances:\n"
+      "  - {dtype: bfloat16, atol: 0.01, rtol: 0.02}\n"     // line 7
+      "  - {target: cpu_bf16, rule: oracle, k: 40}\n"       // line 8
+      "  - {output: \"out['boxes']\", atol: 0.5, rtol: 0}\n"  // line 9
+      "  - {target: cpu_bf16, output: 'out*', atol: 0.1, rtol: 0.1}\n");  // line 10
+  const std::string x = (m_dir / "x.yaml").string();
+  ASSERT_EQ(e.tolerance_overrides.size(), 4u);
+  EXPECT_EQ(e.tolerance_overrides[1].origin, x + ":8:5");
+  const BackendSpec& frozen = e.targets[0];
+  const BackendSpec& bf16 = e.targets[1];
+  const BackendSpec& autocast = e.targets[2];
+
+  Tolerance t = resolve_tolerance(e, frozen, "out", "float32", "float32");  // nothing matches
+  EXPECT_EQ(t.rule, ToleranceRule::k_assert_close);
+  EXPECT_EQ(t.atol, 1e-5);
+  EXPECT_EQ(t.k, 0.0);
+  EXPECT_EQ(t.origin, x + ":5:12");
+  t = resolve_tolerance(e, frozen, "out['boxes']", "float32", "float32");  // the output entry
+  EXPECT_EQ(t.atol, 0.5);
+  EXPECT_EQ(t.origin, "rule " + x + ":5:12; atol/rtol " + x + ":9:5");
+  t = resolve_tolerance(e, autocast, "out['boxes']", "float32", "float32");  // output over dtype
+  EXPECT_EQ(t.atol, 0.5);
+  t = resolve_tolerance(e, autocast, "out", "float32", "bfloat16");  // the dtype entry
+  EXPECT_EQ(t.atol, 0.01);
+  EXPECT_EQ(t.rtol, 0.02);
+  t = resolve_tolerance(e, bf16, "logits", "float32", "bfloat16");  // target: rule and k; dtype: atol
+  EXPECT_EQ(t.rule, ToleranceRule::k_oracle);
+  EXPECT_EQ(t.k, 40.0);
+  EXPECT_EQ(t.atol, 0.01);
+  EXPECT_EQ(t.origin, "rule " + x + ":8:5; atol/rtol " + x + ":7:5; k " + x + ":8:5");
+  t = resolve_tolerance(e, bf16, "out['boxes']", "float32", "bfloat16");  // target+output over all
+  EXPECT_EQ(t.atol, 0.1);
+  EXPECT_EQ(t.origin, "rule " + x + ":8:5; atol/rtol " + x + ":10:5; k " + x + ":8:5");
+  // Before any output is seen (crashes, tier 2): entries with an output glob do not apply.
+  t = configured_tolerance(e, bf16);
+  EXPECT_EQ(t.atol, 0.01);
+  EXPECT_EQ(t.k, 40.0);
+
+  // The oracle rule's k defaults per observed dtype, and per-dtype atol/rtol say so.
+  e = parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_bf16]\n"
+            "tolerance: {rule: oracle}\n");
+  t = resolve_tolerance(e, e.targets[0], "out", "float32", "bfloat16");
+  EXPECT_EQ(t.k, 3.0);
+  EXPECT_EQ(t.atol, 1e-5);
+  EXPECT_EQ(t.rtol, 1.6e-2);
+  EXPECT_EQ(t.origin, "rule " + x + ":5:12; atol/rtol assert_close defaults for float32/bfloat16; k default");
+  EXPECT_EQ(resolve_tolerance(e, e.targets[0], "out", "float32", "float32").k, 2.0);
+  e = parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_bf16]\n"
+            "tolerance: {rule: oracle, atol: 0.001, rtol: 0, k: 8}\n");
+  t = resolve_tolerance(e, e.targets[0], "out", "float32", "bfloat16");
+  EXPECT_EQ(t.k, 8.0);
+  EXPECT_EQ(t.origin, x + ":5:12");
+}
+
+// resolve_tolerance against a second implementation that picks, for each value, the
+// matching entry that sets it with the highest (specificity, position), on random entries.
+TEST_F(ExperimentTest, ToleranceResolutionAgreesWithAPerValueSearch) {
+  const std::vector<std::string> targets = {"frozen", "cpu_bf16", "onednn_off"};
+  const std::vector<std::string> outputs = {"out", "out[0]", "aux"};
+  uint64_t state = 12345;
+  auto next = [&state](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  for (int round = 0; round < 300; ++round) {
+    std::string yaml = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
+                       "targets: [frozen, cpu_bf16, onednn_off]\ntolerance: {atol: 1.0e-5, rtol: 1.0e-6}\n"
+                       "tolerances:\n";
+    struct Entry {
+      std::string target, output, dtype;
+      double atol = -1;
+      bool oracle = false;
+      double k = 0;
+      int line = 0;
+    };
+    std::vector<Entry> entries;
+    std::set<std::string> used;
+    for (int i = 0; i < 6; ++i) {
+      Entry entry;
+      entry.target = next(2) ? targets[next(3)] : "";
+      entry.output = next(2) ? (next(2) ? outputs[next(3)] : "out*") : "";  // out[0]: brackets are literal
+      entry.dtype = next(3) == 0 ? "bfloat16" : "";
+      if (entry.target.empty() && entry.output.empty() && entry.dtype.empty()) {
+        entry.dtype = "float32";
+      }
+      if (!used.insert(entry.target + "|" + entry.output + "|" + entry.dtype).second) {
+        continue;
+      }
+      entry.oracle = next(3) == 0;
+      entry.k = entry.oracle && next(2) ? static_cast<double>(2 + next(50)) : 0.0;
+      entry.atol = entry.oracle && next(2) ? -1 : static_cast<double>(next(1000) + 1) / 1024.0;  // exact in YAML
+      entry.line = 7 + static_cast<int>(entries.size());
+      yaml += "  - {";
+      yaml += entry.target.empty() ? "" : "target: " + entry.target + ", ";
+      yaml += entry.output.empty() ? "" : "output: '" + entry.output + "', ";
+      yaml += entry.dtype.empty() ? "" : "dtype: " + entry.dtype + ", ";
+      yaml += entry.oracle ? "rule: oracle, " : "";
+      yaml += entry.k > 0 ? "k: " + std::to_string(static_cast<int>(entry.k)) + ", " : "";
+      char atol_text[32];
+      std::snprintf(atol_text, sizeof atol_text, "%.17g", entry.atol);
+      yaml += entry.atol >= 0 ? "atol: " + std::string(atol_text) + ", rtol: 0, " : "";
+      yaml.resize(yaml.size() - 2);
+      yaml += "}\n";
+      entries.push_back(entry);
+    }
+    Experiment e = parse(yaml);
+    for (const BackendSpec& target : e.targets) {
+      for (const std::string& output : outputs) {
+        const std::string dtype = to_string(target.dtype);
+        const Entry* rule = nullptr;
+        const Entry* atol = nullptr;
+        const Entry* k = nullptr;
+        int best[3] = {-1, -1, -1};
+        for (size_t i = 0; i < entries.size(); ++i) {
+          const Entry& entry = entries[i];
+          const bool matches = (entry.target.empty() || entry.target == target.name) &&
+                               (entry.dtype.empty() || entry.dtype == dtype) &&
+                               (entry.output.empty() || entry.output == output ||
+                                (entry.output == "out*" && output.rfind("out", 0) == 0));
+          if (!matches) {
+            continue;
+          }
+          const int rank = (entry.target.empty() ? 0 : 400) + (entry.output.empty() ? 0 : 200) +
+                           (entry.dtype.empty() ? 0 : 100) + static_cast<int>(i);
+          if (entry.oracle && rank > best[0]) {
+            best[0] = rank, rule = &entry;
+          }
+          if (entry.atol >= 0 && rank > best[1]) {
+            best[1] = rank, atol = &entry;
+          }
+          if (entry.k > 0 && rank > best[2]) {
+            best[2] = rank, k = &entry;
+          }
+        }
+        const Tolerance t = resolve_tolerance(e, target, output, "float32", dtype);
+        const std::string where = " round " + std::to_string(round) + " " + target.name + " " + output + "\n" + yaml;
+        EXPECT_EQ(t.rule, rule ? ToleranceRule::k_oracle : ToleranceRule::k_assert_close) << where;
+        EXPECT_EQ(t.atol, atol ? atol->atol : 1e-5) << where;
+        const double k_expected = rule == nullptr ? 0.0 : k ? k->k : (dtype == "bfloat16" ? 3.0 : 2.0);
+        EXPECT_EQ(t.k, k_expected) << where;
+        const std::string atol_origin =
+            atol ? (m_dir / "x.yaml").string() + ":" + std::to_string(atol->line) + ":5" : "";
+        if (atol) {
+          EXPECT_NE(t.origin.find(atol_origin), std::string::npos) << t.origin << where;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ExperimentTest, ToleranceEntriesThatCannotApplyAreRefused) {
+  const std::string head =
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen, cpu_bf16]\n";
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: cpu_bf61, atol: 1, rtol: 1}\n"),
+            "DIR/x.yaml:6:14: 'cpu_bf61' is not a target of this experiment; did you mean 'cpu_bf16'? (its targets: "
+            "frozen, cpu_bf16)");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {dtype: float16, atol: 1, rtol: 1}\n"),
+            "DIR/x.yaml:6:13: no target of this experiment runs in float16, so this entry would apply to nothing");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {atol: 1, rtol: 1}\n"),
+            "DIR/x.yaml:6:5: a tolerances entry selects checks by target, output or dtype (at least one); for every "
+            "check, set the experiment's 'tolerance:'");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: frozen}\n"),
+            "DIR/x.yaml:6:5: this tolerances entry sets nothing; give rule, atol and rtol, or k");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: frozen, k: 4}\n"),
+            "DIR/x.yaml:6:25: k is the oracle rule's multiplier; add 'rule: oracle' to this entry or remove k");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: frozen, atol: 1}\n"),
+            "DIR/x.yaml:6:5: this tolerances entry sets atol without rtol; give both, or neither for PyTorch's "
+            "per-dtype defaults (float32: atol 1e-05, rtol 1.3e-06)");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: frozen, atol: 1, rtol: 1}\n  - {target: frozen, k: 3, rule: "
+                            "oracle}\n"),
+            "DIR/x.yaml:7:5: another tolerances entry selects the same checks; merge the two");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: frozen, rule: oracle}\noracle: false\n"),
+            "DIR/x.yaml:6:5: the oracle rule judges targets against the float64 oracle; remove 'oracle: false' or "
+            "choose another rule");
+  EXPECT_EQ(error_of(head + "tolerances:\n  - {target: frozen, rtol: 1, atoll: 1}\n"),
+            "DIR/x.yaml:6:31: unknown key 'atoll' in tolerances entry; did you mean 'atol'? (allowed: target, "
+            "output, dtype, rule, atol, rtol, k)");
+  EXPECT_EQ(error_of(head + "tolerance: {atol: 1, rtol: 1, k: 3}\n"),
+            "DIR/x.yaml:5:34: k is the oracle rule's multiplier; add 'rule: oracle' or remove k");
+  EXPECT_EQ(error_of(head + "tolerance: {rule: oracle, k: 0.5}\n"),
+            "DIR/x.yaml:5:30: k must be at least 1 and at most 1e6 (the target's error may be k times the "
+            "reference's), got 0.5");
+}
+
 TEST_F(ExperimentTest, RuleWithoutValuesKeepsPerDtypeDefaults) {
   const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n";
   Experiment e = parse(head + "tolerance: {rule: normwise}\n");
@@ -148,7 +340,7 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, repeats, oracle, timeout_s, activations, task)"},
+     "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "

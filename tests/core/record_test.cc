@@ -52,6 +52,8 @@ RunFile sample_run() {
     stats.oracle = OracleErrors{1e-7, 2e-7, 3e-8, 4e-8};
     check.stats = stats;
     check.tolerance.rule = ToleranceRule::k_oracle;
+    check.tolerance.k = 3.0;
+    check.tolerance.origin = "rule configs/x.yaml:5:12; atol/rtol assert_close defaults for float32/float32; k default";
     run.checks.push_back(check);
   }
   run.checks[1].status = CheckStatus::k_fail_numeric;

@@ -294,6 +294,12 @@ class RecordMaker {
     check.tolerance.rule = parse_tolerance_rule(tolerance_rule_names()[below(tolerance_rule_names().size())]);
     check.tolerance.atol = valid ? std::fabs(number(true)) : number(ordinary);
     check.tolerance.rtol = valid ? std::fabs(number(true)) : number(ordinary);
+    if (chance(30)) {
+      check.tolerance.k = valid ? std::fabs(number(true)) + 1.0 : number(ordinary);
+    }
+    if (chance(40)) {
+      check.tolerance.origin = text(ordinary, 30);
+    }
     if (chance(50)) {
       check.observed_reference = observed(ordinary);
     }
