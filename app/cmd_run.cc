@@ -37,6 +37,7 @@ struct RunRequest {
   int threads = 1;                   // intra-op threads of backends that do not set their own
   std::string repo = ".";            // a directory inside the git checkout (for the commit stamp)
   bool quiet = false;                // no progress lines; only the result line and errors
+  bool verbose = false;              // what backends print on stderr, on the log as it comes
   bool in_process = false;           // no forked children: faster to debug, but a crash ends the run
   std::string shard;                 // "i/N": run the i-th of N deterministic slices (0-based)
   bool mitigate = false;             // search fallbacks for failing targets (runner/mitigation.h)
@@ -106,6 +107,9 @@ std::optional<RunRequest> parse_request(CommandContext& context) {
       ("mitigate", po::bool_switch(&request.mitigate),
        "search fallbacks for failing targets; the winning set and its latency cost go into the records")
       ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr")
+      ("verbose,v", po::bool_switch(&request.verbose),
+       "print each line a backend prints on stderr (LibTorch's warnings and logs) as it comes; without -v "
+       "they are only in the records (each check's \"messages\": backend, text, count)")
       ("trace-timing", po::bool_switch(&request.trace_timing),
        "print each phase's wall and CPU time to stderr (start, configs, probe, hashes, inputs; per "
        "backend: load, forwards, transfer; comparison; writing), also under -q");
@@ -238,6 +242,27 @@ void print_errors_per_target(const RunFile& run, std::ostream& out) {
 
 // Which task adapter restored agreement, and each mitigation found, once per
 // (experiment, target): results, so printed even under -q.
+// Backends that printed on stderr, named without -v (which printed each line as it came).
+void print_backend_messages_line(const RunFile& run, bool verbose, std::ostream& out) {
+  std::set<std::string> backends;
+  size_t checks = 0;
+  for (const CheckRecord& check : run.checks) {
+    checks += check.messages.empty() ? 0 : 1;
+    for (const BackendMessage& message : check.messages) {
+      backends.insert(message.backend);
+    }
+  }
+  if (checks == 0 || verbose) {
+    return;
+  }
+  std::string names;
+  for (const std::string& name : backends) {
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  out << "backends printed on stderr (" << names << "): in the records of " << checks
+      << " checks (\"messages\"); run -v prints the lines\n";
+}
+
 void print_task_and_mitigation_lines(const RunFile& run, std::ostream& out) {
   std::set<std::string> printed;
   for (const auto& check : run.checks) {
@@ -309,6 +334,7 @@ int cmd_run(CommandContext& context) {
   options.isolate = !request->in_process;
   options.mitigate = request->mitigate;
   options.progress = !request->quiet;
+  options.verbose = request->verbose;
   // One status line rewritten in place only where stderr is a terminal (not in CI logs).
   options.progress_terminal = &context.err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
   if (!request->shard.empty()) {
@@ -329,6 +355,7 @@ int cmd_run(CommandContext& context) {
 
   print_errors_per_target(run, log);
   print_task_and_mitigation_lines(run, context.err);
+  print_backend_messages_line(run, request->verbose, log);
   context.err << "driftgate run: " << describe(run.summary) << " -> " << request->output_path << "\n";
   if (run.header.shard.count > 1) {
     context.err << "shard " << run.header.shard.index << "/" << run.header.shard.count << ": " << run.summary.checks

@@ -365,6 +365,24 @@ CheckRecord parse_check(const Json& json) {
   if (json.contains("mitigation")) {
     check.mitigation = mitigation_from_json(json["mitigation"]);
   }
+  if (json.contains("messages")) {
+    const Json& messages = json["messages"];
+    if (!messages.is_array()) {
+      throw Error("field 'messages' must be an array");
+    }
+    for (const Json& item : messages) {
+      if (!item.is_object()) {
+        throw Error("field 'messages' must hold objects");
+      }
+      BackendMessage message{text(item, "backend"), text(item, "text"), integer(item, "count")};
+      if (message.count < 1) {
+        throw Error("a message's count must be at least 1, got " + std::to_string(message.count));
+      }
+      require_printable(message.backend, "message backend");
+      require_printable(message.text, "backend message");
+      check.messages.push_back(std::move(message));
+    }
+  }
   const Json& timings = field(json, "timings_ms");
   check.reference_ms = to_number(field(timings, "reference"));
   check.target_ms = to_number(field(timings, "target"));
@@ -608,6 +626,13 @@ std::string check_to_json_line(const CheckRecord& check) {
   }
   if (check.mitigation) {
     line += ",\"mitigation\":" + mitigation_to_json(*check.mitigation).dump();
+  }
+  if (!check.messages.empty()) {
+    Json messages = Json::array();
+    for (const BackendMessage& message : check.messages) {
+      messages.push_back(Json{{"backend", message.backend}, {"text", message.text}, {"count", message.count}});
+    }
+    line += ",\"messages\":" + messages.dump();
   }
   append_check_json_end(line, check);
   return line;

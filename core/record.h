@@ -102,6 +102,13 @@ struct ToleranceOverride {
   std::string origin;       // "configs/x.yaml:14:7"
 };
 
+// One distinct line a backend printed on stderr, and how often (runner/backend_messages.h).
+struct BackendMessage {
+  std::string backend;  // "cpu_fp32", "oracle_fp64", a target's name
+  std::string text;     // printable: invisible characters escaped, at most k_backend_message_max bytes
+  int64_t count = 1;
+};
+
 // Errors of both sides against the float64 oracle (a separately loaded float64 CPU
 // instance of the same model), so "drift" can be told apart from "the reference is
 // the less accurate one".
@@ -197,6 +204,9 @@ struct CheckRecord {
   std::optional<Localization> localization;
   std::optional<TaskResult> task;        // tier-3 checks only
   std::optional<Mitigation> mitigation;  // failing checks of a `run --mitigate` run
+  // What the check's backends printed on stderr (LibTorch's warnings and logs) while they
+  // loaded and ran its input, deduplicated in order of appearance; empty when nothing.
+  std::vector<BackendMessage> messages;
   double reference_ms = 0.0;             // wall time of one forward (median of repeats)
   double target_ms = 0.0;
 };

@@ -1,7 +1,11 @@
 #include "runner/backend_run.h"
 
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <unistd.h>
@@ -10,9 +14,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
+#include <optional>
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "runner/backend_messages.h"
 #include "runner/tier1.h"
 
 namespace driftgate {
@@ -20,7 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Child -> parent messages: kind, stage, input index, payload length, payload.
+// Child -> parent messages: kind, stage, input index, where the child's stderr ended
+// when it sent the message (what it printed for this step lies before), payload
+// length, payload.
 enum MessageKind : char {
   k_loaded = 'L',   // the instance loaded; forwards follow
   k_skipped = 'S',  // payload: the reason
@@ -34,18 +43,25 @@ struct Message {
   char kind = 0;
   uint32_t stage = 0;
   uint32_t index = 0;
+  uint64_t stderr_end = 0;
   std::vector<char> payload;  // pickled bytes, or the text of a reason or an error
 
   std::string text() const { return std::string(payload.begin(), payload.end()); }
 };
 
+constexpr size_t k_header_size = 25;
+
 bool send(int fd, char kind, uint32_t stage, uint32_t index, const char* payload, size_t payload_size) {
   uint64_t size = payload_size;
-  char header[17];
+  // fd 2 is the child's stderr file, written only through it: its offset is its end.
+  const off_t end = ::lseek(STDERR_FILENO, 0, SEEK_CUR);
+  const uint64_t stderr_end = end < 0 ? 0 : static_cast<uint64_t>(end);
+  char header[k_header_size];
   header[0] = kind;
   std::memcpy(header + 1, &stage, 4);
   std::memcpy(header + 5, &index, 4);
-  std::memcpy(header + 9, &size, 8);
+  std::memcpy(header + 9, &stderr_end, 8);
+  std::memcpy(header + 17, &size, 8);
   return write_fully(fd, header, sizeof header) && write_fully(fd, payload, payload_size);
 }
 
@@ -84,7 +100,7 @@ ReadResult read_exact(int fd, char* data, size_t size, Clock::time_point deadlin
 }
 
 ReadResult receive(int fd, Message& message, Clock::time_point deadline) {
-  char header[17];
+  char header[k_header_size];
   ReadResult result = read_exact(fd, header, sizeof header, deadline);
   if (result != ReadResult::k_ok) {
     return result;
@@ -93,7 +109,8 @@ ReadResult receive(int fd, Message& message, Clock::time_point deadline) {
   message.kind = header[0];
   std::memcpy(&message.stage, header + 1, 4);
   std::memcpy(&message.index, header + 5, 4);
-  std::memcpy(&size, header + 9, 8);
+  std::memcpy(&message.stderr_end, header + 9, 8);
+  std::memcpy(&size, header + 17, 8);
   message.payload.assign(size, '\0');  // pickled outputs are read in place, not copied again
   return read_exact(fd, message.payload.data(), size, deadline);
 }
@@ -243,6 +260,65 @@ void reap_exited_children() {
              pids.end());
 }
 
+// The parent's side of a child's stderr: an anonymous file both hold (the child's fd 2).
+// The child writes at the shared offset; the parent reads with pread from where it
+// stopped, so neither moves the other's place, and frees what it has read.
+class ChildStderr {
+ public:
+  explicit ChildStderr(const std::string& who) : m_fd(::memfd_create("driftgate-child-stderr", MFD_CLOEXEC)) {
+    if (m_fd < 0) {
+      throw Error(who + ": cannot create a file for an isolated check's stderr: " + std::strerror(errno));
+    }
+  }
+  ~ChildStderr() { ::close(m_fd); }
+  ChildStderr(const ChildStderr&) = delete;
+  ChildStderr& operator=(const ChildStderr&) = delete;
+
+  // In the child: fd 2 becomes the file.
+  void redirect() const { ::dup2(m_fd, STDERR_FILENO); }
+
+  // What was written since the last call and before `end` (the child's offset when it
+  // sent a message: it may have printed more for its next step since), as message
+  // lines. At most the last 1 MiB of it is read; a line says how much was left unread.
+  std::vector<std::string> take(uint64_t end = UINT64_MAX) {
+    struct stat status {};
+    if (::fstat(m_fd, &status) != 0) {
+      return {};
+    }
+    const uint64_t size = std::min(static_cast<uint64_t>(status.st_size), end);
+    if (size <= m_read) {
+      return {};
+    }
+    constexpr uint64_t k_max = uint64_t{1} << 20;
+    const uint64_t from = size - m_read > k_max ? size - k_max : m_read;
+    std::string bytes(size - from, '\0');
+    ssize_t got = 0;
+    for (size_t done = 0; done < bytes.size(); done += static_cast<size_t>(got)) {
+      got = ::pread(m_fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(from + done));
+      if (got <= 0) {
+        bytes.resize(done);
+        break;
+      }
+    }
+    std::vector<std::string> lines = message_lines(bytes);
+    if (from > m_read) {
+      lines.insert(lines.begin(), "(" + std::to_string(from - m_read) + " bytes of stderr before these not read)");
+    }
+    // Freed as read: a chatty model does not hold its whole stderr in memory.
+    ::fallocate(m_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(size));
+    m_read = size;
+    return lines;
+  }
+
+ private:
+  int m_fd;
+  uint64_t m_read = 0;
+};
+
+void append(std::vector<std::string>& to, std::vector<std::string> lines) {
+  to.insert(to.end(), std::make_move_iterator(lines.begin()), std::make_move_iterator(lines.end()));
+}
+
 std::string format_seconds(double seconds) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g s", seconds);
@@ -290,6 +366,14 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     if (::pipe(fds) != 0) {
       throw Error(who(stage) + ": cannot create a pipe for an isolated check: " + std::strerror(errno));
     }
+    std::optional<ChildStderr> child_stderr;
+    try {
+      child_stderr.emplace(who(stage));
+    } catch (...) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      throw;
+    }
     TimingTrace::Phase fork_phase(trace, source.config_path + ": parent: fork");
     pid_t pid = ::fork();
     if (pid < 0) {
@@ -299,6 +383,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     }
     if (pid == 0) {
       ::close(fds[0]);
+      child_stderr->redirect();
       child_main(fds[1], stages, source, inputs, stage, position, reference_failed, trace);
     }
     fork_phase.end();
@@ -315,16 +400,21 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
         if (timed_out) {
           reap(pid, true);
         }
+        std::vector<std::string> printed = child_stderr->take();
+        const std::string last_words = printed.empty() ? "" : "; its last line on stderr: " + printed.back();
         BackendRun& run = runs[stage];
         if (!loaded) {
-          run.load_error = who(stage) + ": the process loading '" + source.model_path + "' " + died;
+          run.load_error = who(stage) + ": the process loading '" + source.model_path + "' " + died + last_words;
           run.load_timed_out = timed_out;
+          append(run.load_messages, std::move(printed));
           ++stage;
           position = 0;
         } else {
           const size_t index = stage_inputs(stage, inputs.size(), reference_failed)[position];
-          run.inputs[index].error = who(stage) + ": the process running forward of '" + source.model_path + "' " + died;
+          run.inputs[index].error =
+              who(stage) + ": the process running forward of '" + source.model_path + "' " + died + last_words;
           run.inputs[index].timed_out = timed_out;
+          append(run.inputs[index].messages, std::move(printed));
           if (stage == 0) {
             reference_failed[index] = true;
           }
@@ -340,6 +430,14 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
         throw Error(who(stage) + ": an isolated check sent a message out of order; this is a bug in driftgate");
       }
       BackendRun& run = runs[stage];
+      // The child printed this before it sent the message: it belongs to the same step.
+      std::vector<std::string> printed = child_stderr->take(message.stderr_end);
+      const bool about_input = message.kind == k_forwards || message.kind == k_forward_error;
+      if (about_input && message.index < run.inputs.size()) {
+        append(run.inputs[message.index].messages, std::move(printed));
+      } else if (!about_input) {
+        append(run.load_messages, std::move(printed));
+      }
       switch (message.kind) {
         case k_model_error:
           run.model_error = message.text();

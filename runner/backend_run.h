@@ -45,6 +45,9 @@ struct InputRun {
   std::optional<Forwards> forwards;  // present when every repeat ran
   std::string error;                 // why not: thrown, crashed (with the signal) or timed out
   bool timed_out = false;
+  // Isolated runs: what the child printed on stderr while it ran this input
+  // (message_lines, runner/backend_messages.h). In-process runs leave stderr alone.
+  std::vector<std::string> messages;
 };
 
 struct BackendRun {
@@ -52,7 +55,8 @@ struct BackendRun {
   std::string load_error;   // loading threw, crashed or timed out
   std::string model_error;  // the model file itself cannot be used (ModelFileError); nothing else ran
   bool load_timed_out = false;
-  std::vector<InputRun> inputs;  // one per input; untouched where not wanted
+  std::vector<std::string> load_messages;  // isolated runs: stderr while the backend loaded
+  std::vector<InputRun> inputs;            // one per input; untouched where not wanted
 };
 
 struct BackendRunOptions {
@@ -82,7 +86,10 @@ struct Stage {
 // gets the child's load, forwards and send per stage and input, and the parent's
 // receive per message. `on_input(stage, input)`, when given, is called as each input's
 // forwards of a stage end (outputs received, an error, a crash or a timeout): the
-// runner's progress line.
+// runner's progress line. Each child's stderr goes to an anonymous file (memfd) that
+// the parent reads after every message: what a backend printed while it loaded lands in
+// its load_messages, while it ran an input in that input's messages, and the last line
+// before a crash or a timeout also ends that error's text.
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
                                      const std::vector<at::Tensor>& inputs, double timeout_s,
                                      const TimingTrace& trace = TimingTrace(),

@@ -16,6 +16,7 @@
 #include "core/tolerance.h"
 #include "core/torchscript_archive.h"
 #include "runner/backend.h"
+#include "runner/backend_messages.h"
 #include "runner/backend_run.h"
 #include "runner/blas_threads.h"
 #include "runner/file_hashes.h"
@@ -79,6 +80,7 @@ class ExperimentRun {
         m_backend_options{experiment.repeats, experiment.timeout_s, options.isolate},
         m_log(log),
         m_trace(options.trace),
+        m_verbose(options.verbose),
         m_grid(inputs.size(), std::vector<std::vector<CheckRecord>>(experiment.targets.size())) {}
 
   std::vector<CheckRecord> run() {
@@ -96,6 +98,7 @@ class ExperimentRun {
       for (const BackendRun& run : m_isolated_runs) {
         refuse_model_error(run);
       }
+      keep_printed(stages);
     }
     TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": " +
                                           (m_backend_options.isolate ? "comparison, oracle, tier 2 and 3"
@@ -111,6 +114,7 @@ class ExperimentRun {
       m_progress->skip(planned_steps(m_experiment) - m_steps);  // inputs a failed reference left out
     }
     phase.end();
+    attach_printed();
     std::vector<CheckRecord> records;
     for (auto& per_input : m_grid) {
       for (auto& per_target : per_input) {
@@ -464,6 +468,64 @@ class ExperimentRun {
     }
   }
 
+  // What each stage's backend printed while it loaded and ran each input (isolated runs),
+  // before the runs are taken apart; printed on the log under -v.
+  void keep_printed(const std::vector<Stage>& stages) {
+    m_printed.assign(stages.size(), {});
+    for (size_t stage = 0; stage < stages.size(); ++stage) {
+      const BackendRun& run = m_isolated_runs[stage];
+      m_printed[stage].name = stages[stage].spec.name;
+      m_printed[stage].per_input.resize(m_inputs.size());
+      for (size_t i = 0; i < m_inputs.size(); ++i) {
+        std::vector<std::string>& lines = m_printed[stage].per_input[i];
+        lines = run.load_messages;
+        lines.insert(lines.end(), run.inputs[i].messages.begin(), run.inputs[i].messages.end());
+        if (m_verbose) {
+          for (const std::string& line : run.inputs[i].messages) {
+            log_printed(stages[stage].spec.name, m_experiment.inputs[i].name, line);
+          }
+        }
+      }
+      if (m_verbose) {
+        for (const std::string& line : run.load_messages) {
+          log_printed(stages[stage].spec.name, "(load)", line);
+        }
+      }
+    }
+  }
+
+  void log_printed(const std::string& backend, const std::string& input, const std::string& line) {
+    const std::string text = "[" + m_experiment.name + "] " + input + " " + backend + " printed: " + line;
+    if (m_progress != nullptr) {
+      m_progress->line(text);
+    } else {
+      m_log << text << "\n";
+    }
+  }
+
+  // Each check gets what its reference, the oracle and its target printed for its input.
+  void attach_printed() {
+    if (m_printed.empty()) {
+      return;
+    }
+    const size_t first_target = m_experiment.oracle ? 2 : 1;
+    for (size_t i = 0; i < m_grid.size(); ++i) {
+      for (size_t t = 0; t < m_grid[i].size(); ++t) {
+        std::vector<size_t> stages = {0, first_target + t};
+        if (m_experiment.oracle) {
+          stages.insert(stages.begin() + 1, 1);
+        }
+        std::vector<BackendMessage> messages;
+        for (size_t stage : stages) {
+          add_backend_messages(messages, m_printed[stage].name, m_printed[stage].per_input[i]);
+        }
+        for (CheckRecord& record : m_grid[i][t]) {
+          record.messages = messages;
+        }
+      }
+    }
+  }
+
   void log_line(size_t input, size_t target, const std::string& text) {
     const std::string line = "[" + m_experiment.name + "] " + m_experiment.inputs[input].name + " " +
                              m_experiment.reference.name + "~" + m_experiment.targets[target].name + ": " + text;
@@ -485,6 +547,12 @@ class ExperimentRun {
   std::optional<BackendInstance> m_reference_instance;  // in-process runs only (for the aliasing check)
   BackendRun m_reference_run;
   std::vector<BackendRun> m_isolated_runs;                    // isolated: reference, oracle (if on), targets
+  struct Printed {
+    std::string name;                               // the stage's backend
+    std::vector<std::vector<std::string>> per_input;  // its load's lines, then the input's
+  };
+  std::vector<Printed> m_printed;  // isolated runs: per stage
+  bool m_verbose = false;
   std::vector<std::optional<Forwards>> m_reference_results;   // per input
   std::vector<std::string> m_reference_errors;                // per input; "" when it ran
   std::vector<bool> m_reference_timed_out;                    // per input

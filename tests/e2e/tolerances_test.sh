@@ -3,6 +3,7 @@
 # records the values it was judged with and where each came from; a failing check's message
 # names them; a changed entry is named by diff's "config changed".
 source "$(dirname "$0")/lib.sh"
+tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
 : "${TEST_MODELS:?set TEST_MODELS to the folder tools/export_models.py test wrote}"
 
 repo="$work/repo"
@@ -50,6 +51,8 @@ expect_contains "$work/run.jsonl" "· tolerance from rule $c:7:12; atol/rtol $c:
 expect_contains "$work/run.jsonl" "\"tolerances\":[{\"dtype\":\"bfloat16\",\"atol\":10.0,\"rtol\":10.0,\"origin\":\"$c:9:5\"}," \
   "the header keeps the entries"
 
+expect_exit 0 "the run file validates against schema/record.schema.json" -- \
+  /usr/bin/python3 "$tools/validate_schema.py" run "$work/run.jsonl"
 expect_exit 0 "baseline" -- "$DRIFTGATE" baseline update "$work/run.jsonl" --store "$work/store"
 sed -i 's/k: 1000/k: 500/' configs/t.yaml
 git commit -qam "k 500"

@@ -12,11 +12,13 @@
 #include <torch/script.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "runner/backend_messages.h"
 #include "runner/runner.h"
 #include "test_models.h"
 
@@ -33,6 +35,21 @@ at::Tensor explode(const at::Tensor& x, int64_t mode) {
     if (mode == 2) {
       ::raise(SIGSEGV);
     }
+    if (mode == 3) {  // last words, then abort
+      std::fprintf(stderr, "dgtest: \x1b[31mred\x1b[0m\ndgtest: about to abort\n");
+      std::fflush(stderr);
+      std::abort();
+    }
+    if (mode == 4) {  // a flood: 50 distinct lines, ~1.3 MiB in all, then an ordinary result
+      for (int i = 0; i < 40000; ++i) {
+        std::fprintf(stderr, "dgtest: flood line %02d of a chatty kernel\n", i % 50);
+      }
+      std::fflush(stderr);
+    }
+  }
+  if (mode == 3 || mode == 4) {
+    std::fprintf(stderr, "dgtest: explode ran on %s\n", x.scalar_type() == at::kDouble ? "float64" : "float32");
+    std::fflush(stderr);
   }
   return x.clone();
 }
@@ -181,6 +198,58 @@ TEST(Isolation, IsolatedRecordsEqualInProcessOnesAndRepeatExactly) {
   EXPECT_EQ(without_timings(run_experiments({experiment}, testing::k_test_commit, environment, in_process, log)),
             first);
   EXPECT_NE(first.find("\"oracle\":{"), std::string::npos);
+}
+
+// What a backend prints on stderr goes into the records of its checks (deduplicated,
+// counted), not to the terminal; a crash's last line ends its message; a flood is
+// bounded (the last 1 MiB of a step is read, at most 20 distinct lines per backend).
+TEST(Isolation, WhatBackendsPrintIsRecordedPerCheckAndBounded) {
+  std::string dir = testing::fresh_dir("isolation_stderr");
+  std::ostringstream log;
+  RunFile result = run({make_experiment(dir, save_exploding_model(dir, 3))}, log);
+  ASSERT_EQ(result.checks.size(), 6u);
+  const CheckRecord& crashed = result.checks[2];
+  EXPECT_EQ(crashed.status, CheckStatus::k_crash_target);
+  const std::string last = "died: killed by signal 6 (Aborted); its last line on stderr: dgtest: about to abort";
+  EXPECT_NE(crashed.message.find(last), std::string::npos) << crashed.message;
+  auto count_of = [](const CheckRecord& check, const std::string& backend, const std::string& text) {
+    for (const BackendMessage& message : check.messages) {
+      if (message.backend == backend && message.text == text) {
+        return message.count;
+      }
+    }
+    return int64_t{0};
+  };
+  // The reference (float32) ran explode twice (repeats) on "small"; the float64 target too.
+  EXPECT_EQ(count_of(result.checks[0], "cpu_fp32", "dgtest: explode ran on float32"), 2);
+  EXPECT_EQ(count_of(result.checks[0], "cpu_fp64", "dgtest: explode ran on float64"), 2);
+  EXPECT_EQ(count_of(result.checks[1], "cpu_fp64", "dgtest: explode ran on float64"), 0);  // not plain's check
+  EXPECT_EQ(count_of(crashed, "cpu_fp64", "dgtest: about to abort"), 1);
+  EXPECT_EQ(count_of(crashed, "cpu_fp64", "dgtest: \\x1b[31mred\\x1b[0m"), 1);  // the escape made visible
+  EXPECT_EQ(log.str().find("explode ran on"), std::string::npos) << log.str();  // off the log without -v
+
+  dir = testing::fresh_dir("isolation_flood");
+  result = run({make_experiment(dir, save_exploding_model(dir, 4))}, log);
+  ASSERT_EQ(result.checks.size(), 6u);
+  const CheckRecord& flooded = result.checks[2];
+  EXPECT_EQ(flooded.status, CheckStatus::k_pass) << flooded.message;
+  size_t kept = 0;
+  int64_t more = 0;
+  bool unread = false;
+  for (const BackendMessage& message : flooded.messages) {
+    if (message.backend != "cpu_fp64") {
+      continue;
+    }
+    if (message.text == k_more_backend_messages) {
+      more = message.count;
+    } else {
+      ++kept;
+    }
+    unread = unread || message.text.find("bytes of stderr before these not read") != std::string::npos;
+  }
+  EXPECT_EQ(kept, k_backend_messages_per_backend);
+  EXPECT_GT(more, 0);
+  EXPECT_TRUE(unread) << "the first of the flood's ~1.3 MiB were not read, and a line says so";
 }
 
 }  // namespace
