@@ -2,11 +2,8 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <unistd.h>
 
@@ -20,6 +17,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "runner/backend_messages.h"
+#include "runner/subprocess.h"
 #include "runner/tier1.h"
 
 namespace driftgate {
@@ -35,7 +33,7 @@ enum MessageKind : char {
   k_skipped = 'S',  // payload: the reason
   k_load_error = 'E',
   k_model_error = 'M',  // payload: why the model file cannot be used (ModelFileError)
-  k_forwards = 'F',  // payload: pickled (outputs tuple, times list)
+  k_forwards = 'F',     // payload: pickled (outputs tuple, times list)
   k_forward_error = 'X',
 };
 
@@ -69,39 +67,9 @@ bool send(int fd, char kind, uint32_t stage, uint32_t index, const std::string& 
   return send(fd, kind, stage, index, payload.data(), payload.size());
 }
 
-enum class ReadResult { k_ok, k_eof, k_timeout };
-
-// Reads exactly `size` bytes before `deadline`.
-ReadResult read_exact(int fd, char* data, size_t size, Clock::time_point deadline) {
-  while (size > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      return ReadResult::k_timeout;
-    }
-    pollfd descriptor{fd, POLLIN, 0};
-    int ready = ::poll(&descriptor, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
-    if (ready < 0 && errno == EINTR) {
-      continue;
-    }
-    if (ready == 0) {
-      return ReadResult::k_timeout;
-    }
-    ssize_t got = ::read(fd, data, size);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return ReadResult::k_eof;
-    }
-    data += got;
-    size -= static_cast<size_t>(got);
-  }
-  return ReadResult::k_ok;
-}
-
-ReadResult receive(int fd, Message& message, Clock::time_point deadline) {
+ReadResult receive(Child& child, Message& message, Deadline deadline) {
   char header[k_header_size];
-  ReadResult result = read_exact(fd, header, sizeof header, deadline);
+  ReadResult result = child.read_exact(header, sizeof header, deadline);
   if (result != ReadResult::k_ok) {
     return result;
   }
@@ -112,7 +80,7 @@ ReadResult receive(int fd, Message& message, Clock::time_point deadline) {
   std::memcpy(&message.stderr_end, header + 9, 8);
   std::memcpy(&size, header + 17, 8);
   message.payload.assign(size, '\0');  // pickled outputs are read in place, not copied again
-  return read_exact(fd, message.payload.data(), size, deadline);
+  return child.read_exact(message.payload.data(), size, deadline);
 }
 
 // Outputs with oneDNN layouts are made dense so they can be pickled.
@@ -217,27 +185,6 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
   ::_exit(0);
 }
 
-// "killed by signal 6 (Aborted)" or "exited with code 3".
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) {
-    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
-  }
-  if (WIFEXITED(status)) {
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
-  }
-  return "stopped";
-}
-
-int reap(pid_t pid, bool kill_first) {
-  if (kill_first) {
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
 // Children whose work is done but which may still be exiting: the kernel frees a
 // child's address space (every model it loaded) in tens of milliseconds, which
 // need not hold up the runner. Reaped without waiting when the next isolated run
@@ -249,15 +196,7 @@ std::vector<pid_t>& exiting_children() {
 
 void reap_exited_children() {
   std::vector<pid_t>& pids = exiting_children();
-  pids.erase(std::remove_if(pids.begin(), pids.end(),
-                            [](pid_t pid) {
-                              int status = 0;
-                              pid_t done = 0;
-                              while ((done = ::waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
-                              }
-                              return done != 0;  // reaped, or not ours any more
-                            }),
-             pids.end());
+  pids.erase(std::remove_if(pids.begin(), pids.end(), reap_if_exited), pids.end());
 }
 
 // The parent's side of a child's stderr: an anonymous file both hold (the child's fd 2).
@@ -328,8 +267,7 @@ std::string format_seconds(double seconds) {
 }  // namespace
 
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
-                                     const std::vector<at::Tensor>& inputs, double timeout_s,
-                                     const TimingTrace& trace,
+                                     const std::vector<at::Tensor>& inputs, double timeout_s, const TimingTrace& trace,
                                      const std::function<void(size_t stage, size_t input)>& on_input) {
   auto input_done = [&](size_t stage, size_t input) {
     if (on_input) {
@@ -342,7 +280,6 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
     run.inputs.resize(inputs.size());
   }
   std::vector<bool> reference_failed(inputs.size(), false);
-  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   auto who = [&](size_t stage) { return source.config_path + ": backend '" + stages[stage].spec.name + "'"; };
   size_t stage = 0;
   size_t position = 0;  // in stage_inputs(stage, ...)
@@ -362,45 +299,35 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
   };
   settle();
   while (stage < stages.size()) {
-    int fds[2];
-    if (::pipe(fds) != 0) {
-      throw Error(who(stage) + ": cannot create a pipe for an isolated check: " + std::strerror(errno));
-    }
-    std::optional<ChildStderr> child_stderr;
-    try {
-      child_stderr.emplace(who(stage));
-    } catch (...) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      throw;
-    }
+    ChildStderr child_stderr(who(stage));
     TimingTrace::Phase fork_phase(trace, source.config_path + ": parent: fork");
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      throw Error(who(stage) + ": cannot fork an isolated check: " + std::strerror(errno));
-    }
-    if (pid == 0) {
-      ::close(fds[0]);
-      child_stderr->redirect();
-      child_main(fds[1], stages, source, inputs, stage, position, reference_failed, trace);
+    Child::StartFailure failure;
+    std::optional<Child> child = Child::start(
+        [&](int fd) -> int {
+          child_stderr.redirect();
+          child_main(fd, stages, source, inputs, stage, position, reference_failed, trace);
+        },
+        &failure);
+    if (!child) {
+      throw Error(
+          who(stage) +
+          (failure.at_pipe ? ": cannot create a pipe for an isolated check: " : ": cannot fork an isolated check: ") +
+          failure.reason);
     }
     fork_phase.end();
-    ::close(fds[1]);
     bool loaded = false;
     while (stage < stages.size()) {
       Message message;
-      ReadResult result = receive(fds[0], message, Clock::now() + limit);
+      ReadResult result = receive(*child, message, deadline_in(timeout_s));
       if (result != ReadResult::k_ok) {
         const bool timed_out = result == ReadResult::k_timeout;
         const std::string died =
             timed_out ? "did not finish within timeout_s " + format_seconds(timeout_s) + " and was killed"
-                      : "died: " + describe_exit(reap(pid, false));
+                      : "died: " + describe_exit(child->reap());
         if (timed_out) {
-          reap(pid, true);
+          child->kill_and_reap();
         }
-        std::vector<std::string> printed = child_stderr->take();
+        std::vector<std::string> printed = child_stderr.take();
         const std::string last_words = printed.empty() ? "" : "; its last line on stderr: " + printed.back();
         BackendRun& run = runs[stage];
         if (!loaded) {
@@ -424,14 +351,12 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
         settle();
         break;
       }
-      if (message.stage != stage) {
-        reap(pid, true);
-        ::close(fds[0]);
+      if (message.stage != stage) {  // throws: ~Child kills and reaps the child
         throw Error(who(stage) + ": an isolated check sent a message out of order; this is a bug in driftgate");
       }
       BackendRun& run = runs[stage];
       // The child printed this before it sent the message: it belongs to the same step.
-      std::vector<std::string> printed = child_stderr->take(message.stderr_end);
+      std::vector<std::string> printed = child_stderr.take(message.stderr_end);
       const bool about_input = message.kind == k_forwards || message.kind == k_forward_error;
       if (about_input && message.index < run.inputs.size()) {
         append(run.inputs[message.index].messages, std::move(printed));
@@ -476,9 +401,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
           ++position;
           break;
         }
-        default:
-          reap(pid, true);
-          ::close(fds[0]);
+        default:  // throws: ~Child kills and reaps the child
           throw Error(who(stage) + ": an isolated check sent a malformed message; this is a bug in driftgate");
       }
       const size_t before = stage;
@@ -487,9 +410,12 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
         loaded = false;
       }
     }
-    ::close(fds[0]);
+    child->close_pipe();
     if (stage >= stages.size()) {
-      exiting_children().push_back(pid);  // done: its exit overlaps the runner's next work
+      const pid_t pid = child->release();
+      if (pid > 0) {  // not reaped already: done, its exit overlaps the runner's next work
+        exiting_children().push_back(pid);
+      }
     }
   }
   return runs;
@@ -543,7 +469,7 @@ BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, 
 
 void reap_exiting_children() {
   for (pid_t pid : exiting_children()) {
-    reap(pid, false);
+    wait_for_exit(pid);
   }
   exiting_children().clear();
 }

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,67 +91,43 @@ std::pair<std::vector<std::string>, std::string> hash_all(const std::vector<std:
 FileHashes FileHashes::start(std::vector<std::string> paths) {
   FileHashes hashes;
   hashes.m_paths = std::move(paths);
-  int fds[2];
-  pid_t pid = -1;
-  if (::pipe(fds) == 0) {
-    pid = ::fork();
-    if (pid < 0) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-    }
-  }
-  if (pid < 0) {
+  Child::StartFailure failure;
+  hashes.m_hasher = Child::start(
+      [&](int fd) {
+        auto [done, error] = hash_all(hashes.m_paths);
+        bool sent = true;
+        for (const std::string& hash : done) {
+          sent = sent && send(fd, 'H', hash);
+        }
+        if (!error.empty()) {
+          sent = sent && send(fd, 'E', error);
+        }
+        return sent ? 0 : 1;
+      },
+      &failure);
+  if (!hashes.m_hasher) {
     std::tie(hashes.m_hashes, hashes.m_error) = hash_all(hashes.m_paths);
-    return hashes;
   }
-  if (pid == 0) {
-    ::close(fds[0]);
-    auto [done, error] = hash_all(hashes.m_paths);
-    bool sent = true;
-    for (const std::string& hash : done) {
-      sent = sent && send(fds[1], 'H', hash);
-    }
-    if (!error.empty()) {
-      sent = sent && send(fds[1], 'E', error);
-    }
-    ::_exit(sent ? 0 : 1);
-  }
-  ::close(fds[1]);
-  hashes.m_pid = pid;
-  hashes.m_fd = fds[0];
   return hashes;
 }
 
-FileHashes::FileHashes(FileHashes&& other) noexcept
-    : m_paths(std::move(other.m_paths)),
-      m_hashes(std::move(other.m_hashes)),
-      m_error(std::move(other.m_error)),
-      m_pid(std::exchange(other.m_pid, -1)),
-      m_fd(std::exchange(other.m_fd, -1)) {}
+FileHashes::FileHashes(FileHashes&& other) noexcept = default;
 
-FileHashes::~FileHashes() {
-  if (m_fd >= 0) {
-    ::close(m_fd);
-  }
-  if (m_pid > 0) {
-    ::kill(m_pid, SIGKILL);  // nobody wants its hashes (the run stopped on an error)
-    int status = 0;
-    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-}
+// m_hasher's destructor kills and reaps a hasher that was never waited for (nobody
+// wants its hashes: the run stopped on an error).
+FileHashes::~FileHashes() = default;
 
 std::vector<std::string> FileHashes::wait() {
-  if (m_pid > 0) {
+  if (m_hasher) {
     while (m_hashes.size() < m_paths.size()) {
       char header[5];
       uint32_t size = 0;
-      if (!read_fully(m_fd, header, sizeof header)) {
+      if (m_hasher->read_exact(header, sizeof header, k_no_deadline) != ReadResult::k_ok) {
         break;
       }
       std::memcpy(&size, header + 1, 4);
       std::string text(size, '\0');
-      if (!read_fully(m_fd, text.data(), size)) {
+      if (m_hasher->read_exact(text.data(), size, k_no_deadline) != ReadResult::k_ok) {
         break;
       }
       if (header[0] != 'H') {
@@ -161,12 +136,9 @@ std::vector<std::string> FileHashes::wait() {
       }
       m_hashes.push_back(std::move(text));
     }
-    ::close(m_fd);
-    m_fd = -1;
-    int status = 0;
-    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    m_pid = -1;
+    m_hasher->close_pipe();
+    const int status = m_hasher->reap();
+    m_hasher.reset();
     if (m_error.empty() && m_hashes.size() < m_paths.size()) {
       m_error = m_paths[m_hashes.size()] + ": cannot hash (the hashing process " +
                 (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status)) : "exited early") +

@@ -11,10 +11,11 @@
 // never copies another thread's locks.
 #pragma once
 
-#include <sys/types.h>
-
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "runner/subprocess.h"
 
 namespace driftgate {
 
@@ -42,8 +43,7 @@ class FileHashes {
   std::vector<std::string> m_paths;
   std::vector<std::string> m_hashes;  // filled here when hashed in this process
   std::string m_error;                // likewise
-  pid_t m_pid = -1;
-  int m_fd = -1;
+  std::optional<Child> m_hasher;      // empty when hashed in this process, and once waited for
 };
 
 }  // namespace driftgate

@@ -1,22 +1,17 @@
 #include "runner/tier2_localize.h"
 
 #include <ATen/ATen.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
 
 #include "core/error.h"
+#include "core/file_util.h"
+#include "runner/subprocess.h"
 #include "runner/tier2_align.h"
 #include "runner/tier2_capture.h"
 
@@ -350,34 +345,8 @@ BackendInstance load_runnable(const BackendSpec& spec, const BackendSource& sour
   return instance;
 }
 
-// Reads until EOF or `deadline`; false on timeout.
-bool read_all(int fd, std::string& data, std::chrono::steady_clock::time_point deadline) {
-  char buffer[65536];
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      return false;
-    }
-    pollfd descriptor{fd, POLLIN, 0};
-    int ready = ::poll(&descriptor, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
-    if (ready < 0 && errno == EINTR) {
-      continue;
-    }
-    if (ready == 0) {
-      return false;
-    }
-    ssize_t got = ::read(fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return true;
-    }
-    data.append(buffer, static_cast<size_t>(got));
-  }
-}
-
-[[noreturn]] void localize_child(int fd, const LocalizeRequest& request, const at::Tensor& input) {
+// The child: the localization's JSON after 'L', or the error after 'E'.
+int localize_child(int fd, const LocalizeRequest& request, const at::Tensor& input) {
   std::string message;
   try {
     message = "L" + localization_to_json(localize_request(request, input));
@@ -386,20 +355,8 @@ bool read_all(int fd, std::string& data, std::chrono::steady_clock::time_point d
   } catch (const std::exception& e) {
     message = "E" + torch_error_summary(e);
   }
-  const char* data = message.data();
-  size_t left = message.size();
-  while (left > 0) {
-    ssize_t written = ::write(fd, data, left);
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      break;
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
-  ::_exit(0);
+  write_fully(fd, message.data(), message.size());
+  return 0;
 }
 
 }  // namespace
@@ -451,41 +408,20 @@ Localization localize_request(const LocalizeRequest& request, const at::Tensor& 
 
 Localization localize_isolated(const LocalizeRequest& request, const at::Tensor& input, double timeout_s) {
   const std::string who = request.source.config_path + ": tier 2 localization of '" + request.target.name + "'";
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    throw Error(who + ": cannot create a pipe: " + std::strerror(errno));
+  Child::StartFailure failure;
+  std::optional<Child> child = Child::start([&](int fd) { return localize_child(fd, request, input); }, &failure);
+  if (!child) {
+    throw Error(who + (failure.at_pipe ? ": cannot create a pipe: " : ": cannot fork: ") + failure.reason);
   }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw Error(who + ": cannot fork: " + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    localize_child(fds[1], request, input);
-  }
-  ::close(fds[1]);
   std::string data;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
-  const bool finished = read_all(fds[0], data, deadline);
-  ::close(fds[0]);
-  if (!finished) {
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const bool finished = child->read_to_end(data, deadline_in(timeout_s));
+  child->close_pipe();
+  const int status = finished ? child->reap() : child->kill_and_reap();
   if (!finished) {
     throw Error(who + ": did not finish within timeout_s " + std::to_string(timeout_s) + " s and was killed");
   }
   if (data.empty() || (data[0] != 'L' && data[0] != 'E')) {
-    std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-                                                ::strsignal(WTERMSIG(status)) + ")"
-                                          : "exited with code " + std::to_string(WEXITSTATUS(status));
-    throw Error(who + ": the process died: " + how);
+    throw Error(who + ": the process died: " + describe_exit(status));
   }
   if (data[0] == 'E') {
     throw Error(data.substr(1));
