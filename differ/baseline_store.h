@@ -1,8 +1,9 @@
 // Where baselines live: the records of one run per (environment key, commit SHA).
 //
 // The differ reads baselines while choosing and diffing; `driftgate baseline
-// update` writes them. Both talk to the BaselineStore interface so that tests use
-// a fake and a second backend (git notes) can slot in. DirectoryStore is the
+// update` writes them. Both talk to the BaselineStore interface, which its two
+// backends implement (directories here, git notes in git_notes_store.h); tests use
+// the real ones on temporary directories and repositories. DirectoryStore is the
 // default: `<root>/<env-key>/<sha>.jsonl`, one immutable-looking, reviewable file
 // per baseline, written atomically under an exclusive lock on `<root>/.lock`.
 #pragma once
