@@ -300,7 +300,7 @@ int cmd_diff(CommandContext& context) {
       std::optional<std::string> base = request->base ? request->base : read_ci_context(context.env).base_sha;
       // Chosen here, read below: the baseline's lines that equal the run's are vouched
       // for by the run's digest (read_check_like) instead of being scanned again.
-      SelectionRequest selection_request{header.commit.sha,           base, header.environment, request->max_walk,
+      SelectionRequest selection_request{header.commit.sha,           base,  header.environment,  request->max_walk,
                                          request->allow_env_mismatch, false, request->against_env};
       selection = select_baseline(*repo, *store_owner, selection_request);
     }

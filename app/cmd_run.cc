@@ -1,5 +1,7 @@
 // driftgate run: runs experiments on their reference and target backends and
 // writes the run file (header, one record per check, summary).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +15,6 @@
 #include <streambuf>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "app/cli_util.h"
 #include "app/command.h"

@@ -1,7 +1,7 @@
 #include "ci/github_target.h"
 
-#include <limits>
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "ci/json_fields.h"

@@ -576,9 +576,8 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
     std::string_view origin;
     // k and origin: written when the rule is oracle and when the origin is known.
     return in.literal("{\"rule\":") && in.string(rule) && known_rule(rule) && in.literal(",\"atol\":") &&
-           raw_number(in) && in.literal(",\"rtol\":") && raw_number(in) &&
-           (!in.literal(",\"k\":") || raw_number(in)) && (!in.literal(",\"origin\":") || in.string(origin)) &&
-           in.literal("}");
+           raw_number(in) && in.literal(",\"rtol\":") && raw_number(in) && (!in.literal(",\"k\":") || raw_number(in)) &&
+           (!in.literal(",\"origin\":") || in.string(origin)) && in.literal("}");
   };
   auto observed_block = [&in] { return observed(in); };
   if (!block(in, memo != nullptr ? &memo->tolerance : nullptr, tolerance) || !known_status(status, digest.status)) {

@@ -169,8 +169,8 @@ Tolerance parse_tolerance(const Json& json) {
 
 Json tolerance_override_json(const ToleranceOverride& entry) {
   Json json = Json::object();
-  for (const auto& [key, value] : {std::pair{"target", &entry.target}, {"output", &entry.output},
-                                   {"dtype", &entry.dtype}}) {
+  for (const auto& [key, value] :
+       {std::pair{"target", &entry.target}, {"output", &entry.output}, {"dtype", &entry.dtype}}) {
     if (!value->empty()) {
       json[key] = *value;
     }
@@ -192,8 +192,8 @@ ToleranceOverride parse_tolerance_override(const Json& json) {
     throw Error("a tolerances entry must be an object, got " + json.dump());
   }
   ToleranceOverride entry;
-  for (const auto& [key, value] : {std::pair{"target", &entry.target}, {"output", &entry.output},
-                                   {"dtype", &entry.dtype}}) {
+  for (const auto& [key, value] :
+       {std::pair{"target", &entry.target}, {"output", &entry.output}, {"dtype", &entry.dtype}}) {
     if (json.contains(key)) {
       *value = text(json, key);
     }

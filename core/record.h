@@ -207,7 +207,7 @@ struct CheckRecord {
   // What the check's backends printed on stderr (LibTorch's warnings and logs) while they
   // loaded and ran its input, deduplicated in order of appearance; empty when nothing.
   std::vector<BackendMessage> messages;
-  double reference_ms = 0.0;             // wall time of one forward (median of repeats)
+  double reference_ms = 0.0;  // wall time of one forward (median of repeats)
   double target_ms = 0.0;
 };
 
@@ -233,7 +233,7 @@ struct ExperimentHeader {
   std::string reference;
   std::vector<std::string> targets;
   Tolerance tolerance;
-  std::string tolerance_origin;  // "configs/x.yaml:12:3" or "default"
+  std::string tolerance_origin;                          // "configs/x.yaml:12:3" or "default"
   std::vector<ToleranceOverride> tolerance_overrides{};  // `tolerances:`, written only when there are some
 };
 

@@ -3,9 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <set>
-#include <climits>
 #include <sstream>
 #include <stdexcept>
 

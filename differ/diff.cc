@@ -128,8 +128,8 @@ std::string tolerance_overrides_text(const std::vector<ToleranceOverride>& entri
   std::vector<std::string> items;
   for (const ToleranceOverride& entry : entries) {
     std::string selects;
-    for (const auto& [name, value] : {std::pair{"target", &entry.target}, {"output", &entry.output},
-                                      {"dtype", &entry.dtype}}) {
+    for (const auto& [name, value] :
+         {std::pair{"target", &entry.target}, {"output", &entry.output}, {"dtype", &entry.dtype}}) {
       if (!value->empty()) {
         selects += (selects.empty() ? "" : " ") + std::string(name) + " " + *value;
       }

@@ -311,8 +311,8 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
     register_torchvision_ops();  // detection models need torchvision::nms at load
     instance.m_module = torch::jit::load(source.model_path, device_of(spec.device));
   } catch (const std::exception& e) {
-    throw ModelFileError(source.config_path + ": model '" + source.model_path +
-                         "' cannot be loaded by LibTorch " + TORCH_VERSION + ": " + torch_error_summary(e) +
+    throw ModelFileError(source.config_path + ": model '" + source.model_path + "' cannot be loaded by LibTorch " +
+                         TORCH_VERSION + ": " + torch_error_summary(e) +
                          "; re-export it with torch.jit.script or torch.jit.trace and torch.jit.save");
   }
   if (std::string problem = forward_signature_problem(instance.m_module); !problem.empty()) {

@@ -22,7 +22,10 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(std::ostream& out, bool terminal, int64_t total, Clock clock)
-    : m_out(out), m_terminal(terminal), m_total(std::max<int64_t>(total, 0)), m_clock(std::move(clock)),
+    : m_out(out),
+      m_terminal(terminal),
+      m_total(std::max<int64_t>(total, 0)),
+      m_clock(std::move(clock)),
       m_start(m_clock()) {}
 
 Progress::~Progress() {
@@ -34,12 +37,12 @@ Progress::~Progress() {
 
 std::string Progress::status(const std::string& label) const {
   const double elapsed = std::chrono::duration<double>(m_clock() - m_start).count();
-  std::string text = "[" + std::to_string(m_done) + "/" + std::to_string(m_total) + "] " + label + " (" +
-                     format_duration(elapsed);
+  std::string text =
+      "[" + std::to_string(m_done) + "/" + std::to_string(m_total) + "] " + label + " (" + format_duration(elapsed);
   if (m_done > 0 && m_done < m_total) {
     // The steps so far, extrapolated: loads and forwards dominate every step alike.
-    text += ", about " + format_duration(elapsed / static_cast<double>(m_done) * static_cast<double>(m_total - m_done)) +
-            " left";
+    text += ", about " +
+            format_duration(elapsed / static_cast<double>(m_done) * static_cast<double>(m_total - m_done)) + " left";
   }
   return text + ")";
 }

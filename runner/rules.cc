@@ -54,8 +54,8 @@ std::string oracle_failure(const Tier1Stats& stats, const Tolerance& tolerance, 
     std::string ratio =
         oracle.reference_rmse > 0.0 ? format_value(oracle.target_rmse / oracle.reference_rmse) + " x" : "infinitely";
     return "oracle rule (PyTorch same()): the target's RMSE against float64 " + format_value(oracle.target_rmse) +
-           " is " + ratio + " the reference's " + format_value(oracle.reference_rmse) +
-           " (" + format_value(flag_ratio) + " x or more is flagged even where atol/10 " + format_value(floor) +
+           " is " + ratio + " the reference's " + format_value(oracle.reference_rmse) + " (" +
+           format_value(flag_ratio) + " x or more is flagged even where atol/10 " + format_value(floor) +
            " would absorb it)" + errors;
   }
   return "";

@@ -341,8 +341,9 @@ class ExperimentRun {
       for (const LeafComparison& leaf : leaves) {
         if (leaf.status != CheckStatus::k_pass && leaf.status != CheckStatus::k_nonfinite_output) {
           return "the reference '" + m_experiment.reference.name + "' gives other outputs on repeat " +
-                 std::to_string(r + 1) + " than on its first forward, so nothing can be compared with it: " +
-                 leaf.output + ": " + to_string(leaf.status) + ": " + leaf.message +
+                 std::to_string(r + 1) +
+                 " than on its first forward, so nothing can be compared with it: " + leaf.output + ": " +
+                 to_string(leaf.status) + ": " + leaf.message +
                  " (a model with randomness left in eval mode, e.g. dropout or an unseeded random op; or "
                  "state kept between forwards)";
         }
@@ -546,9 +547,9 @@ class ExperimentRun {
   const TimingTrace& m_trace;
   std::optional<BackendInstance> m_reference_instance;  // in-process runs only (for the aliasing check)
   BackendRun m_reference_run;
-  std::vector<BackendRun> m_isolated_runs;                    // isolated: reference, oracle (if on), targets
+  std::vector<BackendRun> m_isolated_runs;  // isolated: reference, oracle (if on), targets
   struct Printed {
-    std::string name;                               // the stage's backend
+    std::string name;                                 // the stage's backend
     std::vector<std::vector<std::string>> per_input;  // its load's lines, then the input's
   };
   std::vector<Printed> m_printed;  // isolated runs: per stage

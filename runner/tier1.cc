@@ -249,8 +249,8 @@ LeafComparison compare_numeric(const std::string& path, const c10::IValue& refer
   if (stats.numel > 0 && stats.nan_reference + stats.inf_reference == stats.numel) {
     result.status = CheckStatus::k_nonfinite_output;
     result.message = "every element is NaN or infinite in the reference and the target alike (" +
-                     std::to_string(stats.nan_reference) + " NaN, " + std::to_string(stats.inf_reference) +
-                     " inf of " + std::to_string(stats.numel) +
+                     std::to_string(stats.nan_reference) + " NaN, " + std::to_string(stats.inf_reference) + " inf of " +
+                     std::to_string(stats.numel) +
                      "), so nothing was compared; check the model and its input (an all-NaN output means the "
                      "model is broken on it)";
     return result;

@@ -39,6 +39,7 @@ else
   packages+=(debootstrap)  # tools/debian13.sh makes the Debian 13 (LibTorch 2.6) root with it
   packages+=(chromium)  # tests/e2e/trend_screenshot_test.sh renders the trend report in headless Chromium
   packages+=(clang libclang-rt-14-dev)  # tools/fuzz.sh: libFuzzer targets with ASan + UBSan (clang 14)
+  packages+=(clang-format)  # tools/lint.sh --format, the first check of tools/test.sh (clang-format 14)
 fi
 packages+=(time)  # bench/: GNU time for peak memory
 packages+=(rsync)  # tests/ci/gitlab_ci_local_test.sh: gitlab-ci-local (npm) copies the project with rsync

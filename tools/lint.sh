@@ -2,9 +2,9 @@
 # The two style gates: clang-format (.clang-format) over every tracked C++ file, and
 # clang-tidy (.clang-tidy: a short list, every finding an error) over the torch-free
 # libraries, using DIR/compile_commands.json (LINT_BUILD_DIR, default build-notorch).
-# Not part of tools/test.sh: clang-tidy takes minutes on 2 cores. Run it before sending
-# a change to core/, tasks/, differ/, ci/ or app/; `tools/lint.sh --format` checks only
-# the formatting (seconds).
+# tools/test.sh (so CI) runs `tools/lint.sh --format`, the formatting only (seconds);
+# clang-tidy takes minutes on 2 cores and is not part of it: run it before sending a
+# change to core/, tasks/, differ/, ci/ or app/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unformatted=$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror 2>&1 |

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian 12 machine or a developer's:
-# installs what is missing, builds with LibTorch and runs every test (units and
+# installs what is missing, checks the formatting (tools/lint.sh --format), builds with LibTorch and runs every test (units and
 # end-to-end). Then the torch-free configuration (-DDRIFTGATE_WITH_TORCH=OFF), which proves
 # that differ/, ci/ and core/ never need LibTorch, runs its whole suite under AddressSanitizer
 # (leaks included) + UndefinedBehaviorSanitizer (build-asan/); then the runner's tests and the
@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
+tools/lint.sh --format  # seconds: every tracked C++ file as .clang-format says
 tools/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 sanitized=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"

@@ -211,7 +211,8 @@ TEST_F(CmdPostTest, MissingTrendMarkdownPostsNothing) {
     post({"github", report, "--api-url", server.url(), "--trend-markdown", missing}, github_env());
     ADD_FAILURE() << "a missing --trend-markdown file was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--trend-markdown " + missing + ": cannot open trend markdown file"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--trend-markdown " + missing + ": cannot open trend markdown file"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(server.requests(""), 0) << "nothing is sent";

@@ -137,7 +137,8 @@ TEST(CheckJson, RandomRecordsRoundTrip) {
     check.tolerance.atol = std::pow(2.0, -static_cast<double>(random() % 60));
     check.tolerance.k = i % 4 == 0 ? static_cast<double>(random() % 50 + 1) / 2.0 : 0.0;
     if (i % 2 == 0) {  // plain, or escaped by nlohmann (non-ASCII, quotes)
-      check.tolerance.origin = i % 4 == 2 ? "rule c/\xc3\xa9.yaml:3:5; atol/rtol \"x\".yaml:9:1" : "configs/a.yaml:4:12";
+      check.tolerance.origin =
+          i % 4 == 2 ? "rule c/\xc3\xa9.yaml:3:5; atol/rtol \"x\".yaml:9:1" : "configs/a.yaml:4:12";
     }
     if (i % 3 == 0) {
       check.stats.reset();

@@ -135,9 +135,9 @@ TEST_F(ExperimentTest, ToleranceEntriesSetValuesPerTargetOutputAndDtype) {
       "targets: [frozen, cpu_bf16, cpu_bf16_autocast]\n"
       "tolerance: {atol: 1.0e-5, rtol: 1.0e-6}\n"
       "tolerances:\n"
-      "  - {dtype: bfloat16, atol: 0.01, rtol: 0.02}\n"     // line 7
-      "  - {target: cpu_bf16, rule: oracle, k: 40}\n"       // line 8
-      "  - {output: \"out['boxes']\", atol: 0.5, rtol: 0}\n"  // line 9
+      "  - {dtype: bfloat16, atol: 0.01, rtol: 0.02}\n"                   // line 7
+      "  - {target: cpu_bf16, rule: oracle, k: 40}\n"                     // line 8
+      "  - {output: \"out['boxes']\", atol: 0.5, rtol: 0}\n"              // line 9
       "  - {target: cpu_bf16, output: 'out*', atol: 0.1, rtol: 0.1}\n");  // line 10
   const std::string x = (m_dir / "x.yaml").string();
   ASSERT_EQ(e.tolerance_overrides.size(), 4u);
@@ -173,16 +173,18 @@ TEST_F(ExperimentTest, ToleranceEntriesSetValuesPerTargetOutputAndDtype) {
   EXPECT_EQ(t.k, 40.0);
 
   // The oracle rule's k defaults per observed dtype, and per-dtype atol/rtol say so.
-  e = parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_bf16]\n"
-            "tolerance: {rule: oracle}\n");
+  e = parse(
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_bf16]\n"
+      "tolerance: {rule: oracle}\n");
   t = resolve_tolerance(e, e.targets[0], "out", "float32", "bfloat16");
   EXPECT_EQ(t.k, 3.0);
   EXPECT_EQ(t.atol, 1e-5);
   EXPECT_EQ(t.rtol, 1.6e-2);
   EXPECT_EQ(t.origin, "rule " + x + ":5:12; atol/rtol assert_close defaults for float32/bfloat16; k default");
   EXPECT_EQ(resolve_tolerance(e, e.targets[0], "out", "float32", "float32").k, 2.0);
-  e = parse("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_bf16]\n"
-            "tolerance: {rule: oracle, atol: 0.001, rtol: 0, k: 8}\n");
+  e = parse(
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [cpu_bf16]\n"
+      "tolerance: {rule: oracle, atol: 0.001, rtol: 0, k: 8}\n");
   t = resolve_tolerance(e, e.targets[0], "out", "float32", "bfloat16");
   EXPECT_EQ(t.k, 8.0);
   EXPECT_EQ(t.origin, x + ":5:12");
@@ -199,9 +201,10 @@ TEST_F(ExperimentTest, ToleranceResolutionAgreesWithAPerValueSearch) {
     return (state >> 33) % n;
   };
   for (int round = 0; round < 300; ++round) {
-    std::string yaml = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
-                       "targets: [frozen, cpu_bf16, onednn_off]\ntolerance: {atol: 1.0e-5, rtol: 1.0e-6}\n"
-                       "tolerances:\n";
+    std::string yaml =
+        "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
+        "targets: [frozen, cpu_bf16, onednn_off]\ntolerance: {atol: 1.0e-5, rtol: 1.0e-6}\n"
+        "tolerances:\n";
     struct Entry {
       std::string target, output, dtype;
       double atol = -1;
@@ -511,7 +514,8 @@ TEST_F(ExperimentTest, MalformedConfigsGivePinnedMessages) {
 
 // Numbers at the ends of a double's range, and explicit core tags, are accepted as written.
 TEST_F(ExperimentTest, NumbersAtTheEndsOfTheRangeAndCoreTagsAreAccepted) {
-  const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2], seed: 9223372036854775807}}]\n";
+  const std::string head =
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2], seed: 9223372036854775807}}]\n";
   Experiment e = parse(head + "targets: [frozen]\ntolerance: {atol: 2.2250738585072014e-308, rtol: 0e-999}\n");
   EXPECT_EQ(e.tolerance.atol, 0x1p-1022);  // DBL_MIN, written as hex by hand
   EXPECT_EQ(e.tolerance.rtol, 0.0);
@@ -647,8 +651,9 @@ TEST_F(ExperimentTest, PathThatIsNotARegularFileSaysWhatItIs) {
 // names it only in that layout (models/ next to tools/prepare-demo.sh); a user's repository
 // with models/ and configs/ but no such script gets the hint that holds anywhere.
 TEST_F(ExperimentTest, MissingModelNamesPrepareDemoOnlyInDriftgatesLayout) {
-  const std::string config = "name: a\nmodel: ../models/none.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
-                             "targets: [frozen]\n";
+  const std::string config =
+      "name: a\nmodel: ../models/none.pt\ninputs: [{name: r, random: {shape: [2]}}]\n"
+      "targets: [frozen]\n";
   fs::create_directories(m_dir / "configs");
   fs::create_directories(m_dir / "models");
   auto error_in_configs = [&]() {

@@ -46,8 +46,9 @@ TEST(StrictJson, RefusesARepeatedKeyNamingWhereItIs) {
 TEST(StrictJson, NestingIsBoundedBeforeAnyValueIsBuilt) {
   auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
   EXPECT_NO_THROW(parse_json_strict(nested(k_json_max_depth)));
-  const std::string refusal = "arrays and objects nest deeper than 128 levels; driftgate's files and the payloads it "
-                              "reads nest a few levels, so the input is malformed";
+  const std::string refusal =
+      "arrays and objects nest deeper than 128 levels; driftgate's files and the payloads it "
+      "reads nest a few levels, so the input is malformed";
   EXPECT_EQ(error_of(nested(k_json_max_depth + 1)), refusal);
   // 100,000 levels, unclosed: refused at level 129, long before the end of the text.
   EXPECT_EQ(error_of("{\"message\":" + std::string(100000, '[')), refusal);

@@ -9,16 +9,15 @@ TEST(BackendMessages, LinesAreNormalizedDeterministicAndPrintable) {
   const std::string bytes =
       "WARNING: Logging before InitGoogleLogging() is written to STDERR\n"
       "W20261206 03:00:09.590341 30918 Resize.cpp:17] Warning: resized\n"  // LibTorch 1.13's glog
-      "E1206 03:00:09.590341   77 oops.cc:3] bad\r\n"                       // glog's own, padded thread id
+      "E1206 03:00:09.590341   77 oops.cc:3] bad\r\n"                      // glog's own, padded thread id
       "W12 not a glog prefix\n"
       "\n   \n"
       "tab\tand \x1b[31mescape\x1b[0m and \xff byte  \n"
       "no newline at the end";
   EXPECT_EQ(message_lines(bytes),
             (std::vector<std::string>{"WARNING: Logging before InitGoogleLogging() is written to STDERR",
-                                      "W Resize.cpp:17] Warning: resized", "E oops.cc:3] bad",
-                                      "W12 not a glog prefix", "tab\\x09and \\x1b[31mescape\\x1b[0m and \\xff byte",
-                                      "no newline at the end"}));
+                                      "W Resize.cpp:17] Warning: resized", "E oops.cc:3] bad", "W12 not a glog prefix",
+                                      "tab\\x09and \\x1b[31mescape\\x1b[0m and \\xff byte", "no newline at the end"}));
 }
 
 TEST(BackendMessages, LongLinesAreCutWithoutSplittingACharacter) {

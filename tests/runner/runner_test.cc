@@ -122,10 +122,10 @@ TEST(Runner, ModelThatCannotLoadStopsTheRun) {
       FAIL() << "a model LibTorch cannot load gave a run (isolate " << isolate << ")";
     } catch (const ModelFileError& e) {
       const std::string message = e.what();
-      EXPECT_EQ(message.rfind(experiment.config_path + ": model '" + experiment.model_path +
-                                  "' cannot be loaded by LibTorch ",
-                              0),
-                0u)
+      EXPECT_EQ(
+          message.rfind(
+              experiment.config_path + ": model '" + experiment.model_path + "' cannot be loaded by LibTorch ", 0),
+          0u)
           << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << "summarised, not pasted: " << message;
     }
@@ -155,9 +155,9 @@ TEST(Runner, ModelBehaviourIsNotBlamedOnTheTarget) {
     std::string kind;
     CheckStatus expected;
   };
-  for (const Case& c : {Case{"in_place", CheckStatus::k_pass}, Case{"all_nan", CheckStatus::k_nonfinite_output},
-                        Case{"random", CheckStatus::k_ref_nondeterministic},
-                        Case{"growing", CheckStatus::k_ref_nondeterministic}}) {
+  for (const Case& c :
+       {Case{"in_place", CheckStatus::k_pass}, Case{"all_nan", CheckStatus::k_nonfinite_output},
+        Case{"random", CheckStatus::k_ref_nondeterministic}, Case{"growing", CheckStatus::k_ref_nondeterministic}}) {
     Experiment experiment = make_experiment(dir, c.kind, testing::save_hostile_model(dir, c.kind));
     // Five columns: "growing" slices 1, 2 on the first input and 3, 4 on the second.
     experiment.inputs = {random_input("one", {1, 5}, 1), random_input("two", {2, 5}, 2)};
@@ -169,8 +169,8 @@ TEST(Runner, ModelBehaviourIsNotBlamedOnTheTarget) {
       RunFile result = run_experiments({experiment}, testing::k_test_commit, Environment{}, options, log);
       ASSERT_EQ(result.checks.size(), 4u) << c.kind;
       for (const auto& check : result.checks) {
-        EXPECT_EQ(check.status, c.expected) << c.kind << " isolate " << isolate << ": " << check.id << ": "
-                                            << check.message;
+        EXPECT_EQ(check.status, c.expected)
+            << c.kind << " isolate " << isolate << ": " << check.id << ": " << check.message;
         EXPECT_EQ(is_failure(check.status), c.expected != CheckStatus::k_pass) << c.kind;
       }
     }

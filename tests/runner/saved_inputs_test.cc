@@ -88,8 +88,8 @@ TEST(SavedInputs, ChannelsLastIsWhatPyTorchsModuleToDoes) {
     }
   }
   ASSERT_NE(spec, nullptr);
-  BackendInstance instance =
-      BackendInstance::load(*spec, BackendSource{"channels_last.yaml", dir() + "/" + item["model"].get<std::string>(), 1});
+  BackendInstance instance = BackendInstance::load(
+      *spec, BackendSource{"channels_last.yaml", dir() + "/" + item["model"].get<std::string>(), 1});
   // The 1x1 weight's strides are ambiguous: contiguous(ChannelsLast) would keep (8, 1, 1, 1).
   std::map<std::string, std::vector<int64_t>> strides;
   for (const auto& parameter : instance.module().named_parameters(/*recurse=*/true)) {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "tests/support/unix_socket.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/unix_socket.h"
 
 namespace driftgate {
 namespace {
@@ -99,8 +99,8 @@ TEST(TaskSpec, LabelsFileLines) {
       parse_labels("ok 1\nb " + word + "\n", "l.txt");
       FAIL() << word << " was read";
     } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), "l.txt:2: class index '" + word +
-                                           "' is out of range (class indices are 0 to 9223372036854775807)");
+      EXPECT_EQ(std::string(e.what()),
+                "l.txt:2: class index '" + word + "' is out of range (class indices are 0 to 9223372036854775807)");
     }
   }
 }
