@@ -34,7 +34,7 @@ tools/fuzz.sh 20
 # Opt-in (DRIFTGATE_TEST_LT26=1): the LibTorch suite again under Debian 13's LibTorch 2.6
 # (tools/debian13.sh; build-lt26/). Not in CI by default: its first run makes the root and
 # builds a second LibTorch tree, which the 60-minute CI budget on 2 cores has not been
-# measured to hold (see README, "The upgrade gate").
+# measured to hold (see docs/gate.md, "The upgrade gate").
 if [[ ${DRIFTGATE_TEST_LT26:-0} == 1 ]]; then
   bash tools/debian13.sh bash -c 'tools/build.sh && ctest --test-dir build --output-on-failure -j"$(nproc)" \
     -R "^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain)$"'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A consumer repository on GitHub, made here from the three files README.md shows under
+# A consumer repository on GitHub, made here from the three files docs/ci.md shows under
 # "Use driftgate in your repository" (the blocks after `<!-- consumer-file: PATH -->`),
 # calling driftgate's reusable workflows as OWNER/driftgate/.github/workflows/X.yml@TAG:
 # actionlint and the project's workflow policy (workflow_policy.py: pins, least privilege, no
@@ -16,19 +16,19 @@ trap 'rm -rf "$work"' EXIT
 consumer="$work/consumer"
 mkdir -p "$consumer/.github/workflows"
 
-python3 - "$root/README.md" "$consumer" <<'PY'
+python3 - "$root/docs/ci.md" "$consumer" <<'PY'
 import os, re, sys
-readme, out = open(sys.argv[1]).read(), sys.argv[2]
-blocks = re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", readme, re.S)
+ci_doc, out = open(sys.argv[1]).read(), sys.argv[2]
+blocks = re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", ci_doc, re.S)
 if len(blocks) != 3:
-    sys.exit(f"FAIL: README.md shows {len(blocks)} consumer files, expected 3 (drift-gate.yml, drift-refresh.yml, "
+    sys.exit(f"FAIL: docs/ci.md shows {len(blocks)} consumer files, expected 3 (drift-gate.yml, drift-refresh.yml, "
              "drift-post.yml)")
 for path, text in blocks:
     if "driftgate/driftgate/.github/workflows/" not in text:
         sys.exit(f"FAIL: {path} does not call a driftgate reusable workflow")
     os.makedirs(os.path.dirname(os.path.join(out, path)), exist_ok=True)
     open(os.path.join(out, path), "w").write(text)
-    print(f"consumer file from README.md: {path} ({len(text.splitlines())} lines)")
+    print(f"consumer file from docs/ci.md: {path} ({len(text.splitlines())} lines)")
 PY
 
 python3 "$here/workflow_policy.py" "$consumer" ||

@@ -323,8 +323,8 @@ def main():
         import http.server
         import threading
         import re as _re
-        readme = open(os.path.join(root, "README.md")).read()
-        consumer = dict(_re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", readme, _re.S))
+        ci_doc = open(os.path.join(root, "docs", "ci.md")).read()
+        consumer = dict(_re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", ci_doc, _re.S))
         served = {}
 
         class Contents(http.server.BaseHTTPRequestHandler):
@@ -364,7 +364,7 @@ def main():
 
                 check(f"{called}: the resolver looks for calls of {called}", pinned["env"]["CALLED"] == called)
                 code, found, log = resolve()
-                check(f"{called}: the README's pinned commit is what runs",
+                check(f"{called}: docs/ci.md's pinned commit is what runs",
                       code == 0 and found == {"repository": "driftgate/driftgate",
                                               "ref": "0123456789abcdef0123456789abcdef01234567"}, f"{found} {log}")
                 code, found, log = resolve(ref="v9", repository="mirror/driftgate")

@@ -147,7 +147,7 @@ YAML
       "$work/bf16.json"
   done
 done
-# The threshold rule (README, Tier 2): a layer diverges above max(10 x its noise floor x p,
+# The threshold rule (docs/tiers.md, Tier 2): a layer diverges above max(10 x its noise floor x p,
 # (atol + rtol x max|reference|) / range), p = the target's unit roundoff over float32's (1 for
 # float32, 2^16 for bfloat16). At a zero tolerance only the noise term is left; at a loose one
 # the last layer (the model's output, which PyTorch computes here on the same input) shows the

@@ -29,7 +29,7 @@ An unmodified model whose target output fails assert_close although no comparabl
 1e-3 drifts diffusely (XNNPACK on a model with activations near 1e3: every layer a little further
 off, near fp32's own error against float64; how far depends on the CPU's vector kernels): there
 `explain` may find every layer within its threshold (exit 0) or name one (exit 1), and a layer it
-names must break the README's threshold rule as computed here on Python's own values (its error
+names must break docs/tiers.md's threshold rule as computed here on Python's own values (its error
 beyond max(10 x its noise floor against float64, the tolerance term)). The table
 of cases is printed.
 
@@ -54,7 +54,7 @@ SEED = 0
 COMPARABLE = 1e-4  # a rewritten value "is" a module output when within this fraction of its range
 DEPARTS = 1e-3  # a comparable value departs beyond this fraction of the reference's range
 ATOL, RTOL = 1e-5, 1.3e-6  # assert_close's float32 defaults: the configs below set no tolerance
-NOISE_FACTOR = 10.0  # the README's tier-2 rule: a layer diverges beyond 10x its noise floor
+NOISE_FACTOR = 10.0  # docs/tiers.md's tier-2 rule: a layer diverges beyond 10x its noise floor
 SCALE = 1.5  # the perturbation: one weight tensor scaled
 
 # (architecture, a weight outside any fused group, the conv of a conv -> BN -> activation block)
@@ -168,7 +168,7 @@ def passes_tier1(output, reference_output):
 
 
 def breaks_rule(value, reference, reference64):
-    """Whether a module's value diverges by the README's tier-2 rule, on Python's own values: its
+    """Whether a module's value diverges by docs/tiers.md's tier-2 rule, on Python's own values: its
     error beyond max(10 x the noise floor (fp32 eager against float64 eager), the tolerance term)."""
     span = float(reference.max() - reference.min()) or (float(reference.abs().max()) or 1.0)
     noise = normalized(reference, reference64)

@@ -2,7 +2,7 @@
 """Writes the saved tensors for tests/runner/saved_inputs_test.cc (Debian's python3-torch
 and python3-numpy; generated, never committed).
 
-1. The README's claim that a config's `random: {seed: S, distribution: normal}` input is
+1. docs/configuration.md's claim that a config's `random: {seed: S, distribution: normal}` input is
    torch.randn(shape, generator=torch.Generator().manual_seed(S)) (and `uniform` is
    torch.rand the same way): for several seeds and shapes, Python's tensors saved as .npy,
    which the C++ test compares bit for bit with driftgate's make_random_input.
