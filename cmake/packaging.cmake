@@ -8,6 +8,9 @@
 # package (diff, baseline, trend, post: the posting job's), which conflicts with
 # driftgate since both install /usr/bin/driftgate.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/driftgate)
+# The README links docs/*.md by relative path: they sit beside it in the package.
+file(GLOB DRIFTGATE_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES ${DRIFTGATE_DOCS} DESTINATION share/doc/driftgate/docs)
 
 if(DRIFTGATE_WITH_TORCH)
   set(CPACK_PACKAGE_NAME driftgate)

@@ -47,6 +47,7 @@ if grep -q -- '-dev\b' "$work/depends"; then failures=$((failures + 1)); echo "F
 dpkg-deb -c "$deb" | awk '{print $NF}' >"$work/contents"
 expect_contains "$work/contents" "./usr/bin/driftgate" "the package installs /usr/bin/driftgate"
 expect_contains "$work/contents" "./usr/share/doc/driftgate/README.md" "the package carries the README"
+expect_contains "$work/contents" "./usr/share/doc/driftgate/docs/ci.md" "and the docs/ files it links"
 checks=$((checks + 1))
 if grep -qE 'test|gtest|\.a$|include/' "$work/contents"; then failures=$((failures + 1));
   echo "FAIL: the package carries tests, headers or static libraries"; cat "$work/contents"; else

@@ -1,5 +1,5 @@
 // Saved inputs against Python: driftgate's random inputs are exactly PyTorch's
-// torch.randn/torch.rand with torch.Generator().manual_seed(seed) (the README says so, and a
+// torch.randn/torch.rand with torch.Generator().manual_seed(seed) (docs/configuration.md says so, and a
 // Python cross-check relies on it), its .npy reader reads what NumPy writes, and its
 // channels_last backend is what PyTorch's module.to(memory_format=torch.channels_last) gives.
 // tests/runner/saved_inputs.py writes the files first (a CTest fixture).
