@@ -37,7 +37,7 @@ struct RunRequest {
   int threads = 1;                   // intra-op threads of backends that do not set their own
   std::string repo = ".";            // a directory inside the git checkout (for the commit stamp)
   bool quiet = false;                // no progress lines; only the result line and errors
-  bool verbose = false;              // what backends print on stderr, on the log as it comes
+  bool verbose = false;              // what backends print on stderr, also on the log
   bool in_process = false;           // no forked children: faster to debug, but a crash ends the run
   std::string shard;                 // "i/N": run the i-th of N deterministic slices (0-based)
   bool mitigate = false;             // search fallbacks for failing targets (runner/mitigation.h)
@@ -108,7 +108,8 @@ std::optional<RunRequest> parse_request(CommandContext& context) {
        "search fallbacks for failing targets; the winning set and its latency cost go into the records")
       ("quiet,q", po::bool_switch(&request.quiet), "no progress lines on stderr")
       ("verbose,v", po::bool_switch(&request.verbose),
-       "print each line a backend prints on stderr (LibTorch's warnings and logs) as it comes; without -v "
+       "print each line a backend printed on stderr (LibTorch's warnings and logs) once the experiment's "
+       "backends have run; without -v "
        "they are only in the records (each check's \"messages\": backend, text, count)")
       ("trace-timing", po::bool_switch(&request.trace_timing),
        "print each phase's wall and CPU time to stderr (start, configs, probe, hashes, inputs; per "

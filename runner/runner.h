@@ -41,8 +41,9 @@ struct RunnerOptions {
   // rewritten in place. cmd_run turns progress off under -q.
   bool progress = false;
   bool progress_terminal = false;
-  // `run -v`: each line a backend printed on stderr (LibTorch's warnings and logs), as it
-  // comes; otherwise they are only in the records (CheckRecord::messages).
+  // `run -v`: each line a backend printed on stderr (LibTorch's warnings and logs), on the
+  // log once the experiment's backends have run; otherwise they are only in the records
+  // (CheckRecord::messages).
   bool verbose = false;
   // `run --trace-timing`: phase durations (inputs, hashes, each backend's load and
   // forwards in the child, transfer, comparison) to stderr. Disabled by default.

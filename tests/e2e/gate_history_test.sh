@@ -12,10 +12,6 @@
 source "$(dirname "$0")/lib.sh"
 : "${MAKE_RUN:?set MAKE_RUN to the make_run tool (bench/make_run.cc)}"
 
-new_repo() {
-  mkdir -p "$1" && cd "$1" && git init -q -b main . && git config user.name 'E2E Tester' &&
-    git config user.email e2e@example.invalid
-}
 commit() { echo "$1" >>"${2:-file.txt}" && git add -A && git commit -qm "$1" && git rev-parse HEAD; }
 
 # --- 1, 2, 6: an accepted known failure, a PR that makes it 20x worse, a new failing target, a merge.

@@ -50,6 +50,12 @@ expect_missing() {
   echo "ok: $2"
 }
 
+# new_repo DIR: an empty git repository on branch main at DIR (made if missing), entered.
+new_repo() {
+  mkdir -p "$1" && cd "$1" && git init -q -b main . && git config user.name 'E2E Tester' &&
+    git config user.email e2e@example.invalid
+}
+
 finish() {
   echo "$((checks - failures)) passed, $failures failed"
   [[ $failures -eq 0 ]]

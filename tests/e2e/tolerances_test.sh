@@ -6,10 +6,8 @@ source "$(dirname "$0")/lib.sh"
 tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
 : "${TEST_MODELS:?set TEST_MODELS to the folder tools/export_models.py test wrote}"
 
-repo="$work/repo"
-mkdir -p "$repo/models" "$repo/configs"
-cd "$repo" || exit 1
-git init -q -b main . && git config user.name test && git config user.email test@example.invalid
+new_repo "$work/repo" || exit 1
+mkdir -p models configs
 cp "$TEST_MODELS/tiny_dict.pt" models/tiny.pt
 cat >configs/t.yaml <<'YAML'
 name: t
