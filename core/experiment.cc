@@ -226,8 +226,9 @@ class Reader {
 
 const std::vector<std::string> k_experiment_keys = {"name",      "model",       "inputs",     "reference", "targets",
                                                     "backends",  "tolerance",   "tolerances", "repeats",   "oracle",
-                                                    "timeout_s", "activations", "task"};
+                                                    "timeout_s", "activations", "task",       "latency"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random", "tensor", "shape"};
+const std::vector<std::string> k_latency_keys = {"warmup", "runs"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",       "device", "dtype",    "memory_format",     "onednn",
                                                  "threads",    "graph",  "autocast", "optimize_numerics", "tf32",
@@ -672,6 +673,15 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   }
   if (const YAML::Node repeats = root["repeats"]) {
     experiment.repeats = static_cast<int>(reader.integer(repeats, "repeats", 1, 100));
+  }
+  if (const YAML::Node latency = root["latency"]) {
+    reader.expect_map(latency, "latency", k_latency_keys);
+    if (latency["warmup"]) {
+      experiment.latency_warmup = static_cast<int>(reader.integer(latency["warmup"], "latency warmup", 0, 1000));
+    }
+    if (latency["runs"]) {
+      experiment.latency_runs = static_cast<int>(reader.integer(latency["runs"], "latency runs", 1, 1000));
+    }
   }
   if (const YAML::Node task = root["task"]) {
     experiment.task = parse_task(task, reader.path(), base_dir);

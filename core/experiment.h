@@ -133,8 +133,15 @@ struct Experiment {
   // input, so each check records both sides' error against it. The oracle rule needs it.
   bool oracle = true;
   int repeats = 2;  // forwards per (backend, input); >= 2 measures run-to-run variance
-  // Time limit for loading a backend and for one input's forwards (all repeats) in an
-  // isolated run; beyond it the check is recorded as timeout and the run goes on.
+  // `latency:` how each backend's latency on an input is measured after its repeats:
+  // forwards run untimed until `latency_warmup` have run in all (the repeats count:
+  // TorchScript's profiling executor profiles the first call and optimizes on the
+  // second), then `latency_runs` timed forwards give the median and interquartile range.
+  int latency_warmup = 3;
+  int latency_runs = 10;
+  // Time limit for loading a backend and for one input's forwards (repeats, warm-up and
+  // timed runs) in an isolated run; beyond it the check is recorded as timeout and the
+  // run goes on.
   double timeout_s = 120.0;
   // Tier 2 (`activations:`): capture every activation and say where divergence starts.
   Activations activations = Activations::k_on_failure;

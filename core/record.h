@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -207,8 +208,14 @@ struct CheckRecord {
   // What the check's backends printed on stderr (LibTorch's warnings and logs) while they
   // loaded and ran its input, deduplicated in order of appearance; empty when nothing.
   std::vector<BackendMessage> messages;
-  double reference_ms = 0.0;  // wall time of one forward (median of repeats)
+  // Steady-state latency of one forward on this check's input (Experiment::latency_*):
+  // the median and the interquartile range (q3 - q1) of the timed runs. Outside the
+  // deterministic part of the record; nan where a record from before the timed runs
+  // has no range.
+  double reference_ms = 0.0;
   double target_ms = 0.0;
+  double reference_iqr_ms = std::numeric_limits<double>::quiet_NaN();
+  double target_iqr_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Builds the stable check id from its parts.

@@ -63,6 +63,7 @@ backends:
   mine: {base: frozen, memory_format: channels_last, threads: 2}
 tolerance: {atol: 1.0e-4, rtol: 0}
 repeats: 3
+latency: {warmup: 5, runs: 21}
 )";
 
 TEST_F(ExperimentTest, ParsesEverything) {
@@ -93,6 +94,8 @@ TEST_F(ExperimentTest, ParsesEverything) {
   EXPECT_FALSE(e.tolerance_per_dtype);
   EXPECT_EQ(e.tolerance_origin, (m_dir / "x.yaml").string() + ":15:12");
   EXPECT_EQ(e.repeats, 3);
+  EXPECT_EQ(e.latency_warmup, 5);
+  EXPECT_EQ(e.latency_runs, 21);
 }
 
 TEST_F(ExperimentTest, DefaultsAreStated) {
@@ -104,6 +107,8 @@ TEST_F(ExperimentTest, DefaultsAreStated) {
   EXPECT_TRUE(e.oracle);
   EXPECT_DOUBLE_EQ(e.timeout_s, 120.0);
   EXPECT_EQ(e.repeats, 2);
+  EXPECT_EQ(e.latency_warmup, 3);
+  EXPECT_EQ(e.latency_runs, 10);
 }
 
 TEST_F(ExperimentTest, BackendOptionsForAutocastAndExactFreezing) {
@@ -343,7 +348,7 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task)"},
+     "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task, latency)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
@@ -438,6 +443,10 @@ const BadConfig k_bad_configs[] = {
      "DIR/x.yaml:5:10: repeats must be between 1 and 100, got -0x8000000000000001 (out of range)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nrepeats: 2.0\n",
      "DIR/x.yaml:5:10: repeats must be a whole number, got '2.0'"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nlatency: {runs: 0}\n",
+     "DIR/x.yaml:5:17: latency runs must be between 1 and 1000, got 0"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nlatency: {warm_up: 2}\n",
+     "DIR/x.yaml:5:11: unknown key 'warm_up' in latency; did you mean 'warmup'? (allowed: warmup, runs)"},
     // Issue 24: `!include` was ignored and "other.yaml" used as the model's path.
     {"name: a\nmodel: !include other.yaml\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:2:8: unknown YAML tag '!include'; driftgate reads plain YAML and resolves no tags (there is no "
