@@ -67,6 +67,11 @@ struct BackendSpec {
   // to eager (no conv-bn folding, no other numerics-changing rewrites).
   bool optimize_numerics = true;
   bool tf32 = false;        // CUDA only: allow TF32 in cuBLAS and cuDNN matmuls/convolutions
+  // Selective fallback (`float32_modules:`): these submodules (qualified names as in
+  // named_modules(), e.g. "classifier.3") of a model cast to a reduced `dtype` keep
+  // their float32 parameters and run in float32, their inputs cast to float32 and their
+  // floating-point outputs back to `dtype`. Empty: the whole model in `dtype`.
+  std::vector<std::string> float32_modules;
   std::string description;  // one line for --help and reports
 };
 
