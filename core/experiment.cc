@@ -230,9 +230,10 @@ const std::vector<std::string> k_experiment_keys = {"name",      "model",       
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random", "tensor", "shape"};
 const std::vector<std::string> k_latency_keys = {"warmup", "runs"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
-const std::vector<std::string> k_backend_keys = {"base",       "device", "dtype",    "memory_format",     "onednn",
-                                                 "threads",    "graph",  "autocast", "optimize_numerics", "tf32",
-                                                 "description"};
+const std::vector<std::string> k_backend_keys = {"base",          "device",          "dtype",
+                                                 "memory_format", "onednn",          "threads",
+                                                 "graph",         "autocast",        "optimize_numerics",
+                                                 "tf32",          "float32_modules", "description"};
 const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol", "k"};
 const std::vector<std::string> k_tolerance_override_keys = {"target", "output", "dtype", "rule", "atol", "rtol", "k"};
 
@@ -365,6 +366,70 @@ InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::s
   return input;
 }
 
+// `float32_modules:` a list of module paths as named_modules() spells them ("classifier.3",
+// "layer4.1.conv2"): dot-separated names of letters, digits and '_'. Whether the model has
+// them is known only when it is loaded (runner/backend.cc).
+std::vector<std::string> parse_float32_modules(const Reader& reader, const std::string& backend,
+                                               const YAML::Node& node) {
+  const std::string what = "backend '" + backend + "': float32_modules";
+  reader.sequence(node, what, 1);
+  std::vector<std::string> names;
+  std::vector<YAML::Node> nodes;
+  for (const auto& entry : node) {
+    if (!entry.IsScalar() || entry.Scalar().empty()) {
+      const char* got = entry.IsScalar()     ? "an empty name"
+                        : entry.IsMap()      ? "a mapping"
+                        : entry.IsSequence() ? "a list"
+                                             : "nothing";
+      reader.fail(entry.Mark(), what + " must be a list of module names such as classifier.3, got " + got);
+    }
+    const std::string module = entry.Scalar();
+    bool valid = module.size() <= 1024 && module.front() != '.' && module.back() != '.' &&
+                 module.find("..") == std::string::npos;
+    for (char c : module) {
+      valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+    }
+    if (!valid) {
+      reader.fail(entry.Mark(), what + ": '" + escape_invisible(module) +
+                                    "' is not a module path: give the name named_modules() prints, names of "
+                                    "letters, digits and '_' joined by dots (e.g. classifier.3)");
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == module) {
+        reader.fail(entry.Mark(), what + " lists '" + module + "' twice (first at " + reader.location(nodes[i]) + ")");
+      }
+      const std::string& outer = names[i].size() < module.size() ? names[i] : module;
+      const std::string& inner = names[i].size() < module.size() ? module : names[i];
+      if (inner.rfind(outer + ".", 0) == 0) {
+        reader.fail(entry.Mark(), what + ": '" + inner + "' lies inside '" + outer +
+                                      "', which runs in float32 with everything in it; list one of the two");
+      }
+    }
+    names.push_back(module);
+    nodes.push_back(entry);
+  }
+  return names;
+}
+
+// float32_modules means something only for a model cast to a reduced dtype as a whole.
+void check_float32_modules_fit(const Reader& reader, const std::string& name, const BackendSpec& spec,
+                               const YAML::Node& where) {
+  if (spec.autocast) {
+    reader.fail(where.Mark(), "backend '" + name +
+                                  "': float32_modules cannot be used with autocast: true; autocast keeps every "
+                                  "parameter in float32 and picks a dtype per op, while float32_modules keeps the "
+                                  "listed modules in float32 in a model cast to a reduced dtype as a whole: use "
+                                  "autocast: false (e.g. base: cpu_bf16)");
+  }
+  if (spec.dtype == DType::k_float32 || spec.dtype == DType::k_float64) {
+    reader.fail(where.Mark(), "backend '" + name +
+                                  "': float32_modules needs a reduced dtype (bfloat16 or float16), got " +
+                                  to_string(spec.dtype) +
+                                  ": it keeps the listed modules in float32 in a model cast to that dtype as a "
+                                  "whole; set dtype: bfloat16 (e.g. base: cpu_bf16)");
+  }
+}
+
 BackendSpec parse_backend(const Reader& reader, const std::string& name, const YAML::Node& node,
                           const std::vector<BackendSpec>& known) {
   reader.expect_map(node, "backend '" + name + "'", k_backend_keys);
@@ -420,6 +485,13 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
   }
   if (spec.autocast && spec.dtype == DType::k_float32) {
     reader.fail(node.Mark(), "backend '" + name + "': autocast needs a lower-precision dtype (bfloat16 or float16)");
+  }
+  if (const YAML::Node modules = node["float32_modules"]) {
+    spec.float32_modules = parse_float32_modules(reader, name, modules);
+  }
+  if (!spec.float32_modules.empty()) {
+    // Checked on the final settings: a base backend may bring the list, this one the dtype.
+    check_float32_modules_fit(reader, name, spec, node["float32_modules"] ? node["float32_modules"] : node);
   }
   spec.description = node["description"] ? reader.scalar(node["description"], "description")
                                          : "custom backend defined in " + reader.location(node);

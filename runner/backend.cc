@@ -5,17 +5,24 @@
 #include <ATen/Version.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/passes/xnnpack_rewrite.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/tensorexpr/codegen.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "runner/blas_threads.h"
 #include "runner/inputs.h"
 #include "runner/torch_compat.h"
@@ -238,7 +245,165 @@ std::string forward_signature_problem(const torch::jit::Module& module) {
          "takes one input";
 }
 
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+// The model file as LibTorch loads it; ModelFileError when it cannot.
+torch::jit::Module load_model_file(const BackendSource& source, at::Device device) {
+  try {
+    register_torchvision_ops();  // detection models need torchvision::nms at load
+    return torch::jit::load(source.model_path, device);
+  } catch (const std::exception& e) {
+    throw ModelFileError(source.config_path + ": model '" + source.model_path + "' cannot be loaded by LibTorch " +
+                         TORCH_VERSION + ": " + torch_error_summary(e) +
+                         "; re-export it with torch.jit.script or torch.jit.trace and torch.jit.save");
+  }
+}
+
+// The submodule a graph value holds, as named_modules() spells it: `self_path` for the
+// graph's `self`, one name more per prim::GetAttr of a submodule; nullopt for anything
+// else (a module taken out of a list or dict at run time).
+std::optional<std::string> module_path_of(const Value* value, const Value* self, const std::string& self_path) {
+  if (value == self) {
+    return self_path;
+  }
+  const Node* node = value->node();
+  auto type = value->type()->cast<c10::ClassType>();
+  if (node->kind() != c10::prim::GetAttr || !type || !type->is_module()) {
+    return std::nullopt;
+  }
+  std::optional<std::string> owner = module_path_of(node->input(0), self, self_path);
+  if (!owner) {
+    return std::nullopt;
+  }
+  const std::string& name = node->s(c10::attr::name);
+  return owner->empty() ? name : *owner + "." + name;
+}
+
+// Every prim::CallMethod of `block` and the blocks in it, in graph order.
+void collect_method_calls(Block* block, std::vector<Node*>& calls) {
+  for (Node* node : block->nodes()) {
+    if (node->kind() == c10::prim::CallMethod) {
+      calls.push_back(node);
+    }
+    for (Block* inner : node->blocks()) {
+      collect_method_calls(inner, calls);
+    }
+  }
+}
+
+// forward, or the forward1, forward2, ... that torch.jit.trace makes of a module's second,
+// third, ... call (each call traced on its own).
+bool is_forward_method(const std::string& name) {
+  return name.rfind("forward", 0) == 0 && std::all_of(name.begin() + 7, name.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// The TorchScript function a prim::CallMethod calls, or null (an interface call).
+torch::jit::GraphFunction* called_function(const Node* call) {
+  auto type = call->input(0)->type()->cast<c10::ClassType>();
+  torch::jit::Function* function = type ? type->findMethod(call->s(c10::attr::name)) : nullptr;
+  return function != nullptr ? torch::jit::tryToGraphFunction(*function) : nullptr;
+}
+
+// "" when `function` returns one tensor, else what it returns ("Tuple[Tensor, Tensor]").
+std::string non_tensor_return(const torch::jit::GraphFunction& function) {
+  const auto& returns = function.getSchema().returns();
+  if (returns.size() == 1 && returns[0].type()->cast<c10::TensorType>()) {
+    return "";
+  }
+  std::string text;
+  for (const auto& value : returns) {
+    text += (text.empty() ? "" : ", ") + value.type()->annotation_str();
+  }
+  return text.empty() ? "nothing" : text;
+}
+
+// `value` cast to `dtype` when it holds a floating-point tensor, else `value` itself,
+// inserted at the graph's insert point. Decided at run time: a loaded model's graphs type
+// values as plain `Tensor`, without a dtype. Branch-free (prim::dtype, integer arithmetic on
+// the dtype code, one aten::to) rather than a prim::If, because tier 2 re-runs a node from
+// the nodes before it and re-runs no control flow (runner/tier2_capture.cc). aten::to
+// returns its input itself when the dtype already is `dtype` (an integer tensor keeps its own).
+// The source range of every aten::to that float32_modules inserts: tier 2 tells them by
+// it from a model's own casts (k_float32_modules_source).
+const torch::jit::SourceRange& float32_cast_range() {
+  static const std::string text = "float32_modules cast";
+  static const torch::jit::SourceRange range(
+      std::make_shared<torch::jit::Source>(text, std::string(k_float32_modules_source), 1), 0, text.size());
+  return range;
+}
+
+Value* cast_if_floating(Graph& graph, Value* value, at::ScalarType dtype) {
+  Value* floating = graph.insert(c10::aten::Int, {graph.insert(c10::aten::is_floating_point, {value})});
+  Value* current = graph.insert(c10::prim::dtype, {value});
+  Value* wanted = graph.insertConstant(static_cast<int64_t>(dtype));
+  Value* step = graph.insert(c10::aten::mul, {floating, graph.insert(c10::aten::sub, {wanted, current})});
+  Value* chosen = graph.insert(c10::aten::add, {current, step});
+  return graph.insert(c10::aten::to, {value, chosen, false, false}, {}, float32_cast_range());
+}
+
+// "; the nearest it has: classifier.3, classifier.2, classifier.1": the three names closest
+// to `word` by edit distance.
+std::string nearest_names(const std::string& word, std::vector<std::string> names) {
+  names.erase(std::remove(names.begin(), names.end(), std::string()), names.end());
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return edit_distance(word, a) < edit_distance(word, b);
+  });
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) {
+    text += (text.empty() ? "; the nearest it has: " : ", ") + names[i];
+  }
+  return text;
+}
+
+// float32_module_candidates: walks `graph` (a method of the module at `self_path`) in
+// execution order and appends each module it calls through forward that calls no
+// submodule itself and returns one tensor. True when `graph` calls any submodule.
+bool collect_leaf_calls(Graph& graph, const std::string& self_path, std::vector<std::string>& found,
+                        std::set<std::string>& seen, int depth) {
+  if (depth > 256) {
+    return false;
+  }
+  std::vector<Node*> calls;
+  collect_method_calls(graph.block(), calls);
+  bool called = false;
+  for (Node* call : calls) {
+    std::optional<std::string> path = module_path_of(call->input(0), graph.inputs()[0], self_path);
+    torch::jit::GraphFunction* function = called_function(call);
+    if (!path || function == nullptr) {
+      continue;
+    }
+    const bool calls_inside = collect_leaf_calls(*function->graph(), *path, found, seen, depth + 1);
+    if (*path == self_path) {  // another method of the same module
+      called = called || calls_inside;
+      continue;
+    }
+    called = true;
+    if (!calls_inside && is_forward_method(call->s(c10::attr::name)) && non_tensor_return(*function).empty() &&
+        seen.insert(*path).second) {
+      found.push_back(*path);
+    }
+  }
+  return called;
+}
+
 }  // namespace
+
+std::vector<std::string> float32_module_candidates(const BackendSpec& spec, const BackendSource& source) {
+  (void)spec;  // the call structure is the file's, whatever the backend's device, dtype or graph mode
+  torch::jit::Module module = load_model_file(source, at::Device(at::kCPU));
+  if (std::string problem = forward_signature_problem(module); !problem.empty()) {
+    throw ModelFileError(source.config_path + ": model '" + source.model_path + "': " + problem);
+  }
+  std::vector<std::string> found;
+  std::set<std::string> seen;
+  collect_leaf_calls(*module.get_method("forward").graph(), "", found, seen, 0);
+  return found;
+}
 
 const char* to_string(BackendStage stage) {
   switch (stage) {
@@ -307,18 +472,14 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
   if (instance.skipped()) {
     return instance;
   }
-  try {
-    register_torchvision_ops();  // detection models need torchvision::nms at load
-    instance.m_module = torch::jit::load(source.model_path, device_of(spec.device));
-  } catch (const std::exception& e) {
-    throw ModelFileError(source.config_path + ": model '" + source.model_path + "' cannot be loaded by LibTorch " +
-                         TORCH_VERSION + ": " + torch_error_summary(e) +
-                         "; re-export it with torch.jit.script or torch.jit.trace and torch.jit.save");
-  }
+  instance.m_module = load_model_file(source, device_of(spec.device));
   if (std::string problem = forward_signature_problem(instance.m_module); !problem.empty()) {
     throw ModelFileError(source.config_path + ": model '" + source.model_path + "': " + problem);
   }
   try {
+    if (!spec.float32_modules.empty()) {
+      instance.apply_float32_modules();  // before freezing or optimizing: every graph mode keeps the casts
+    }
     instance.apply_dtype();
     if (spec.memory_format == MemoryFormat::k_channels_last) {
       instance.apply_channels_last();
@@ -339,16 +500,124 @@ void BackendInstance::apply_dtype() {
     return;  // the module stays float32; autocast casts per op during forward
   }
   at::ScalarType target = scalar_type(m_spec.dtype);
-  auto convert = [target](at::Tensor tensor) {
-    if (tensor.is_floating_point() && tensor.scalar_type() != target) {
+  // float32_modules: the parameters and buffers of a listed module and of everything in it
+  // are left as loaded, so they keep their exact float32 values.
+  auto kept = [this](const std::string& name) {
+    return std::any_of(m_spec.float32_modules.begin(), m_spec.float32_modules.end(),
+                       [&](const std::string& module) { return name.rfind(module + ".", 0) == 0; });
+  };
+  auto convert = [target, &kept](const std::string& name, at::Tensor tensor) {
+    if (tensor.is_floating_point() && tensor.scalar_type() != target && !kept(name)) {
       tensor.set_data(tensor.to(target));
     }
   };
   for (const auto& parameter : m_module.named_parameters(/*recurse=*/true)) {
-    convert(parameter.value);
+    convert(parameter.name, parameter.value);
   }
   for (const auto& buffer : m_module.named_buffers(/*recurse=*/true)) {
-    convert(buffer.value);
+    convert(buffer.name, buffer.value);
+  }
+}
+
+// float32_modules: casts around every call of a listed module in the forward graph. The
+// calls are found in the top-level forward graph after inlining into it every call of a
+// module that encloses a listed one, so a listed module is called there through
+// prim::CallMethod (on a prim::GetAttr chain from self), once per call site, whatever
+// the module types: in a scripted model, modules of one class and configuration share one
+// type and one forward graph, so casts inserted into an enclosing module's own graph would
+// reach its twins too. Each floating-point tensor argument is cast to float32 before the
+// call, the result back to the backend's dtype after it.
+//
+// The listed names not matching the model (no such module, never called, called other than
+// through forward, returning other than one tensor) are ModelFileError: like a model file
+// that cannot be loaded, no backend of the config could run as written, so the run stops
+// with exit 2 and no run file, naming the fix in the config, instead of recording
+// crash_target checks that a baseline would compare.
+void BackendInstance::apply_float32_modules() {
+  const std::string where = m_source.config_path + ": backend '" + m_spec.name + "': float32_modules: ";
+  if (m_spec.autocast || (m_spec.dtype != DType::k_bfloat16 && m_spec.dtype != DType::k_float16)) {
+    throw Error(where + "needs dtype bfloat16 or float16 without autocast (got " + to_string(m_spec.dtype) +
+                (m_spec.autocast ? " with autocast" : "") +
+                "): the listed modules fall back to float32 in a model "
+                "cast to a reduced dtype as a whole");
+  }
+  const std::vector<std::string>& listed = m_spec.float32_modules;
+  std::vector<std::string> names;
+  for (const auto& submodule : m_module.named_modules()) {
+    names.push_back(submodule.name);
+  }
+  for (const std::string& module : listed) {
+    if (module.empty() || std::find(names.begin(), names.end(), module) == names.end()) {
+      throw ModelFileError(where + "model '" + m_source.model_path + "' has no module '" + module + "'" +
+                           nearest_names(module, names) + " (named_modules() lists them all)");
+    }
+  }
+  std::shared_ptr<Graph> graph = m_module.get_method("forward").graph();
+  Value* self = graph->inputs()[0];
+  auto encloses_listed = [&](const std::string& path) {
+    return std::any_of(listed.begin(), listed.end(),
+                       [&](const std::string& module) { return path.empty() || module.rfind(path + ".", 0) == 0; });
+  };
+  for (bool inlined = true; inlined;) {
+    inlined = false;
+    std::vector<Node*> calls;
+    collect_method_calls(graph->block(), calls);
+    for (Node* call : calls) {
+      std::optional<std::string> path = module_path_of(call->input(0), self, "");
+      torch::jit::GraphFunction* function = called_function(call);
+      if (path && function != nullptr && encloses_listed(*path)) {
+        // Its own graph: the bool overload's `true` takes the optimized graph, inlined all through.
+        torch::jit::inlineCallTo(call, function, function->graph().get());
+        inlined = true;
+        break;
+      }
+    }
+  }
+  const at::ScalarType reduced = scalar_type(m_spec.dtype);
+  std::map<std::string, int> call_count;
+  std::vector<Node*> calls;
+  collect_method_calls(graph->block(), calls);
+  for (Node* call : calls) {
+    std::optional<std::string> path = module_path_of(call->input(0), self, "");
+    if (!path || std::find(listed.begin(), listed.end(), *path) == listed.end()) {
+      continue;
+    }
+    const std::string& method = call->s(c10::attr::name);
+    torch::jit::GraphFunction* function = called_function(call);
+    if (!is_forward_method(method) || function == nullptr) {
+      throw ModelFileError(where + "module '" + *path + "' of model '" + m_source.model_path +
+                           "' is called through its method '" + method +
+                           "', not forward; float32_modules casts around forward calls only: list the module "
+                           "that calls it, or a module it calls");
+    }
+    if (std::string returned = non_tensor_return(*function); !returned.empty()) {
+      throw ModelFileError(where + "module '" + *path + "' of model '" + m_source.model_path + "' returns " + returned +
+                           ", not one tensor; float32_modules casts one tensor back to " + to_string(m_spec.dtype) +
+                           ": list the modules inside it instead");
+    }
+    {
+      torch::jit::WithInsertPoint before(call);
+      for (size_t i = 1; i < call->inputs().size(); ++i) {
+        if (call->input(i)->type()->cast<c10::TensorType>()) {
+          call->replaceInput(i, cast_if_floating(*graph, call->input(i), at::kFloat));
+        }
+      }
+    }
+    Value* result = call->output();
+    const std::vector<torch::jit::Use> uses = result->uses();
+    torch::jit::WithInsertPoint after(call->next());
+    Value* cast = cast_if_floating(*graph, result, reduced);
+    for (const torch::jit::Use& use : uses) {
+      use.user->replaceInput(use.offset, cast);
+    }
+    ++call_count[*path];
+  }
+  for (const std::string& module : listed) {
+    if (call_count[module] == 0) {
+      throw ModelFileError(where + "module '" + module + "' of model '" + m_source.model_path +
+                           "' is never called by forward, so running it in float32 changes nothing; list a module "
+                           "forward calls (driftgate lists the candidates in execution order)");
+    }
   }
 }
 

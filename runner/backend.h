@@ -35,8 +35,11 @@ struct BackendSource {
 
 // The model file itself cannot be used: LibTorch's loader refuses it (a corrupt
 // archive or pickle, a format this LibTorch does not read) or its forward does not take
-// the one tensor driftgate feeds. Unlike every other backend failure this says nothing
-// about a backend, so the runner turns it into a config error (exit 2, no run file).
+// the one tensor driftgate feeds; or a backend's `float32_modules` does not fit the model
+// (a name it does not have, a module forward never calls or calls other than through
+// forward, one that returns other than one tensor). Unlike every other backend failure
+// this is fixed in the model or the config, never by the backend's runtime, so the runner
+// turns it into a config error (exit 2, no run file).
 class ModelFileError : public Error {
  public:
   using Error::Error;
@@ -52,7 +55,8 @@ class BackendInstance {
   // build or on this machine (CUDA without a GPU, float16 on the CPU) comes back
   // skipped, with the reason, and holds no module. Throws ModelFileError when the
   // file cannot be loaded or its forward takes other arguments than one tensor (or
-  // a list of tensors), driftgate::Error when converting it fails.
+  // a list of tensors), or when the spec's float32_modules do not fit the model;
+  // driftgate::Error when converting it fails.
   static BackendInstance load(const BackendSpec& spec, const BackendSource& source);
 
   // Move-only: copying a torch::jit::Module copies a handle, not the model, and
@@ -94,6 +98,7 @@ class BackendInstance {
  private:
   BackendInstance(BackendSpec spec, BackendSource source);
   [[noreturn]] void fail(BackendStage stage, const std::exception& error) const;
+  void apply_float32_modules();
   void apply_dtype();
   void apply_channels_last();
   void apply_graph_mode();
@@ -104,6 +109,21 @@ class BackendInstance {
   std::string m_skip_reason;
   torch::jit::Module m_module;
 };
+
+// The file name in the source range of the aten::to casts that `float32_modules` inserts
+// around the listed modules' calls: tier 2 treats them as conversions of one value
+// (runner/tier2_capture.cc), as it does layout conversions.
+inline constexpr const char* k_float32_modules_source = "driftgate_float32_modules_cast";
+
+// The modules a backend may list under `float32_modules` for this model, as named_modules()
+// names them, in the order forward first calls them: each module forward calls through
+// prim::CallMethod "forward" (or a traced model's "forward1", ...: a second call) (directly or inside the modules it
+// calls) that calls no submodule itself and returns one tensor; a module called more than once is listed once. A
+// container (Sequential, a residual block) is not listed but may be given by hand. For the
+// `--mitigate` search: listing one of these casts around its calls, so it runs in float32.
+// Loads the model file itself (on the CPU: the call structure is the file's, whatever the
+// spec's device, dtype or graph mode); throws ModelFileError as BackendInstance::load does.
+std::vector<std::string> float32_module_candidates(const BackendSpec& spec, const BackendSource& source);
 
 // Why `spec` cannot run in this build or on this machine (no CUDA, float16 on
 // the CPU, the NNC fuser without LLVM), or "" when it can. Loads nothing.

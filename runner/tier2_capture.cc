@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "runner/backend.h"
 #include "runner/torch_compat.h"
 
 namespace driftgate {
@@ -147,10 +148,17 @@ std::string normalized_op(c10::Symbol kind) {
   return lower;
 }
 
-// Layout conversions that graph passes insert: the same values in another layout.
+// Layout conversions that graph passes insert: the same values in another layout. And the
+// dtype casts a backend's float32_modules inserts around the listed modules' calls
+// (runner/backend.cc, marked by their source range): the same values in another dtype,
+// which tier 2 compares as float64 anyway.
 bool is_layout_conversion(const Node* node) {
   static const std::set<std::string> conversions{"aten::to_mkldnn", "aten::to_dense", "prim::BroadcastMKLDNNTensors",
                                                  "aten::contiguous"};
+  if (node->kind() == c10::aten::to && !node->callstack()) {
+    auto location = node->sourceRange().file_line_col();
+    return location && std::get<0>(*location) == k_float32_modules_source;
+  }
   return conversions.count(node->kind().toQualString()) != 0 && !node->callstack();
 }
 

@@ -122,6 +122,20 @@ TEST_F(ExperimentTest, BackendOptionsForAutocastAndExactFreezing) {
   EXPECT_EQ(e.targets[2].graph, GraphMode::k_xnnpack);
 }
 
+// Issue 25: `float32_modules:` is read into the spec in file order and inherited from a base.
+TEST_F(ExperimentTest, Float32ModulesAreReadAndInherited) {
+  Experiment e = parse(
+      "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed, more, cpu_bf16]\n"
+      "backends:\n  mixed: {base: cpu_bf16, float32_modules: [classifier.3, features.12, '0', layer4.1.conv2]}\n"
+      "  more:\n    base: mixed\n    graph: frozen\n");
+  const std::vector<std::string> expected{"classifier.3", "features.12", "0", "layer4.1.conv2"};
+  EXPECT_EQ(e.targets[0].float32_modules, expected);
+  EXPECT_EQ(e.targets[0].dtype, DType::k_bfloat16);
+  EXPECT_EQ(e.targets[1].float32_modules, expected);
+  EXPECT_EQ(e.targets[1].graph, GraphMode::k_frozen);
+  EXPECT_TRUE(e.targets[2].float32_modules.empty());
+}
+
 TEST_F(ExperimentTest, ActivationsDefaultToOnFailureAndAreStrict) {
   const std::string head = "name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n";
   EXPECT_EQ(parse(head).activations, Activations::k_on_failure);
@@ -348,7 +362,8 @@ const BadConfig k_bad_configs[] = {
     {"", "DIR/x.yaml: the file is empty; an experiment needs at least name, model, inputs and targets"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
-     "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task, latency)"},
+     "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task, "
+     "latency)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
@@ -462,6 +477,57 @@ const BadConfig k_bad_configs[] = {
      "DIR/x.yaml:4:1: a tab in the indentation; YAML forbids tabs for indentation: replace it with spaces"},
     {"name: a\nmodel: m.pt\ntolerance:\n  rule: normwise\n \tatol: 1\n",
      "DIR/x.yaml:5:2: a tab in the indentation; YAML forbids tabs for indentation: replace it with spaces"},
+    // Issue 25: float32_modules. The value of "  mixed: {base: cpu_bf16, float32_modules: " starts at column 44.
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: classifier.3}\n",
+     "DIR/x.yaml:6:44: backend 'mixed': float32_modules must be a list, got 'classifier.3'"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: []}\n",
+     "DIR/x.yaml:6:44: backend 'mixed': float32_modules must have at least 1 entry"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [classifier.3, '']}\n",
+     "DIR/x.yaml:6:59: backend 'mixed': float32_modules must be a list of module names such as classifier.3, got an "
+     "empty name"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [[classifier.3]]}\n",
+     "DIR/x.yaml:6:45: backend 'mixed': float32_modules must be a list of module names such as classifier.3, got a "
+     "list"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [classifier.3, classifier.3]}\n",
+     "DIR/x.yaml:6:59: backend 'mixed': float32_modules lists 'classifier.3' twice (first at DIR/x.yaml:6:45)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [classifier..3]}\n",
+     "DIR/x.yaml:6:45: backend 'mixed': float32_modules: 'classifier..3' is not a module path: give the name "
+     "named_modules() prints, names of letters, digits and '_' joined by dots (e.g. classifier.3)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [features/12]}\n",
+     "DIR/x.yaml:6:45: backend 'mixed': float32_modules: 'features/12' is not a module path: give the name "
+     "named_modules() prints, names of letters, digits and '_' joined by dots (e.g. classifier.3)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [features, features.12]}\n",
+     "DIR/x.yaml:6:55: backend 'mixed': float32_modules: 'features.12' lies inside 'features', which runs in float32 "
+     "with everything in it; list one of the two"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_bf16_autocast, float32_modules: [fc]}\n",
+     "DIR/x.yaml:6:53: backend 'mixed': float32_modules cannot be used with autocast: true; autocast keeps every "
+     "parameter in float32 and picks a dtype per op, while float32_modules keeps the listed modules in float32 in a "
+     "model cast to a reduced dtype as a whole: use autocast: false (e.g. base: cpu_bf16)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: "
+     "{float32_modules: [fc]}\n",
+     "DIR/x.yaml:6:28: backend 'mixed': float32_modules needs a reduced dtype (bfloat16 or float16), got float32: it "
+     "keeps the listed modules in float32 in a model cast to that dtype as a whole; set dtype: bfloat16 (e.g. base: "
+     "cpu_bf16)"},
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [mixed]\nbackends:\n  mixed: {base: "
+     "cpu_fp64, float32_modules: [fc]}\n",
+     "DIR/x.yaml:6:44: backend 'mixed': float32_modules needs a reduced dtype (bfloat16 or float16), got float64: it "
+     "keeps the listed modules in float32 in a model cast to that dtype as a whole; set dtype: bfloat16 (e.g. base: "
+     "cpu_bf16)"},
+    // Inherited from a base backend: judged on the final settings, at the backend that breaks them.
+    {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [back]\nbackends:\n  mixed: {base: "
+     "cpu_bf16, float32_modules: [fc]}\n  back: {base: mixed, dtype: float32}\n",
+     "DIR/x.yaml:7:9: backend 'back': float32_modules needs a reduced dtype (bfloat16 or float16), got float32: it "
+     "keeps the listed modules in float32 in a model cast to that dtype as a whole; set dtype: bfloat16 (e.g. base: "
+     "cpu_bf16)"},
 };
 
 TEST_F(ExperimentTest, TaskSectionIsParsed) {
