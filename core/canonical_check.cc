@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/record.h"
 #include "core/run_digest.h"
 
@@ -522,10 +523,23 @@ bool raw_number(Cursor& in) {
   return in.number_token(token);
 }
 
-// The last member and the closing brace: ,"timings_ms":{"reference":N,"target":N}}
-bool timings_tail(Cursor& in) {
-  return in.literal(",\"timings_ms\":{\"reference\":") && in.number() && in.literal(",\"target\":") && in.number() &&
-         in.literal("}}");
+// The last member and the closing brace: ,"timings_ms":{"reference":N,"target":N}}, the
+// interquartile ranges ,"reference_iqr":N,"target_iqr":N before the braces since they
+// were measured (records written before have none). The values go to `out` when given
+// (converted: timings_of), else they are only checked.
+bool timings_tail(Cursor& in, CheckTimings* out = nullptr) {
+  CheckTimings ignored;
+  CheckTimings& values = out != nullptr ? *out : ignored;
+  auto value = [&](double& into) { return out != nullptr ? in.number(into) : in.number(); };
+  if (!(in.literal(",\"timings_ms\":{\"reference\":") && value(values.reference_ms) && in.literal(",\"target\":") &&
+        value(values.target_ms))) {
+    return false;
+  }
+  if (in.literal("}}")) {
+    return true;
+  }
+  return in.literal(",\"reference_iqr\":") && value(values.reference_iqr_ms) && in.literal(",\"target_iqr\":") &&
+         value(values.target_iqr_ms) && in.literal("}}");
 }
 
 // A block (`"tolerance"`'s or an `"observed_*"` object) the same bytes as the one
@@ -710,6 +724,19 @@ size_t read_canonical_check_at(std::string_view text, CheckDigest& digest, Canon
   }
   Cursor in(text);
   return first_line_read(text, parse_canonical(in, digest, memo));
+}
+
+CheckTimings timings_of(const CheckDigest& check) {
+  if (check.record != nullptr) {
+    return {check.record->reference_ms, check.record->target_ms, check.record->reference_iqr_ms,
+            check.record->target_iqr_ms};
+  }
+  CheckTimings timings;
+  Cursor in(check.line.substr(check.timings_at));
+  if (check.timings_at == 0 || !timings_tail(in, &timings)) {
+    throw Error("internal: a canonical check line's timings cannot be read again: " + std::string(check.id));
+  }
+  return timings;
 }
 
 }  // namespace driftgate

@@ -405,10 +405,10 @@ bool read_status(element value, CheckStatus& status) {
 }
 
 bool read_timings(element value, CheckRecord& check) {
-  static constexpr std::string_view k_names[] = {"reference", "target"};
-  return read_object(value, k_names, all_of(2), [&](size_t i, element field) {
-    return read_number(field, i == 0 ? check.reference_ms : check.target_ms);
-  });
+  static constexpr std::string_view k_names[] = {"reference", "target", "reference_iqr", "target_iqr"};
+  double* values[] = {&check.reference_ms, &check.target_ms, &check.reference_iqr_ms, &check.target_iqr_ms};
+  return read_object(value, k_names, all_of(2),
+                     [&](size_t i, element field) { return read_number(field, *values[i]); });
 }
 
 bool read_check(element value, CheckRecord& check) {
@@ -492,6 +492,8 @@ void append_check_json_end(std::string& out, const CheckRecord& check) {
   out += ",\"timings_ms\":{\"reference\":";
   put_number(out, check.reference_ms);
   put_field(out, "target", check.target_ms);
+  put_field(out, "reference_iqr", check.reference_iqr_ms);
+  put_field(out, "target_iqr", check.target_iqr_ms);
   out += "}}";
 }
 

@@ -386,6 +386,11 @@ CheckRecord parse_check(const Json& json) {
   const Json& timings = field(json, "timings_ms");
   check.reference_ms = to_number(field(timings, "reference"));
   check.target_ms = to_number(field(timings, "target"));
+  // The interquartile ranges: both or neither (records written before they were measured).
+  if (timings.contains("reference_iqr") || timings.contains("target_iqr")) {
+    check.reference_iqr_ms = to_number(field(timings, "reference_iqr"));
+    check.target_iqr_ms = to_number(field(timings, "target_iqr"));
+  }
   // Each part in turn, so that the message names the one that holds the character.
   require_printable(check.experiment, "experiment name");
   require_printable(check.input, "input name");

@@ -147,6 +147,17 @@ std::string check_line_of(const CheckDigest& check);
 // true only for lines that read_run_file's check reader accepts with the same id,
 // experiment, output, status, message and max_abs.
 bool read_canonical_check(std::string_view line, CheckDigest& digest);
+
+// A check's latency members (CheckRecord's reference_ms, target_ms and their
+// interquartile ranges; nan ranges where the line has none): from its record, or read
+// again from its canonical line's "timings_ms" member.
+struct CheckTimings {
+  double reference_ms = 0.0;
+  double target_ms = 0.0;
+  double reference_iqr_ms = __builtin_nan("");
+  double target_iqr_ms = __builtin_nan("");
+};
+CheckTimings timings_of(const CheckDigest& check);
 // Reads `line` as `like` (a check read in canonical form) when the two are the same
 // bytes up to like's timings and the rest of `line` is a canonical timings member: then
 // read_canonical_check would accept it with like's values, and `digest` is like's with

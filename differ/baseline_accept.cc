@@ -118,8 +118,8 @@ bool holds_the_same_values(const CheckDigest& now, const CheckDigest& was, bool 
   }
   CheckRecord a = record_of(now);
   CheckRecord b = record_of(was);
-  a.reference_ms = a.target_ms = 0.0;
-  b.reference_ms = b.target_ms = 0.0;
+  a.reference_ms = a.target_ms = a.reference_iqr_ms = a.target_iqr_ms = 0.0;
+  b.reference_ms = b.target_ms = b.reference_iqr_ms = b.target_iqr_ms = 0.0;
   return check_to_json_line(a) == check_to_json_line(b);
 }
 

@@ -91,12 +91,22 @@ c10::IValue densify(const c10::IValue& value) {
   return value;
 }
 
-std::vector<double> timed_forwards(BackendInstance& instance, const at::Tensor& input, int repeats,
-                                   std::vector<c10::IValue>& outputs) {
-  std::vector<double> times;
-  for (int r = 0; r < std::max(1, repeats); ++r) {
-    auto start = Clock::now();
+// Runs `plan` on one input: the repeats' outputs go to `outputs`; returns the times of
+// the timed runs. Each time covers the forward and making its output dense, what a
+// caller needs before it can use the output.
+std::vector<double> planned_forwards(BackendInstance& instance, const at::Tensor& input, const ForwardPlan& plan,
+                                     std::vector<c10::IValue>& outputs) {
+  const int repeats = std::max(1, plan.repeats);
+  for (int r = 0; r < repeats; ++r) {
     outputs.push_back(densify(instance.forward(input)));
+  }
+  for (int w = repeats; w < plan.warmup; ++w) {
+    densify(instance.forward(input));
+  }
+  std::vector<double> times;
+  for (int r = 0; r < plan.runs; ++r) {
+    auto start = Clock::now();
+    c10::IValue output = densify(instance.forward(input));
     std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
     times.push_back(elapsed.count());
   }
@@ -159,9 +169,11 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
       const size_t index = indices[position];
       try {
         std::vector<c10::IValue> outputs;
-        TimingTrace::Phase forwards_phase(trace, traced + ": input " + std::to_string(index) + ": " +
-                                                     std::to_string(stages[stage].repeats) + " forwards");
-        std::vector<double> times = timed_forwards(*instance, inputs[index], stages[stage].repeats, outputs);
+        const ForwardPlan& plan = stages[stage].plan;
+        TimingTrace::Phase forwards_phase(
+            trace, traced + ": input " + std::to_string(index) + ": " + std::to_string(plan.repeats) + " repeats, " +
+                       std::to_string(plan.warmup) + " warm-up, " + std::to_string(plan.runs) + " timed forwards");
+        std::vector<double> times = planned_forwards(*instance, inputs[index], plan, outputs);
         forwards_phase.end();
         TimingTrace::Phase send_phase(trace, traced + ": input " + std::to_string(index) + ": pickle and send");
         c10::List<double> time_list;
@@ -451,7 +463,7 @@ BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, 
     }
     try {
       std::vector<c10::IValue> outputs;
-      std::vector<double> times = timed_forwards(*instance, inputs[i], options.repeats, outputs);
+      std::vector<double> times = planned_forwards(*instance, inputs[i], options.plan, outputs);
       run.inputs[i].forwards = make_forwards(std::move(outputs), std::move(times));
     } catch (const Error& e) {
       run.inputs[i].error = e.what();
@@ -474,13 +486,21 @@ void reap_exiting_children() {
   exiting_children().clear();
 }
 
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) {
+    return 0.0;
+  }
+  const double rank = q * static_cast<double>(sorted.size() - 1);
+  const size_t below = static_cast<size_t>(rank);
+  const size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (rank - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
 Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> times_ms) {
   Forwards forwards;
   std::sort(times_ms.begin(), times_ms.end());
-  size_t middle = times_ms.size() / 2;
-  if (!times_ms.empty()) {
-    forwards.median_ms = times_ms.size() % 2 == 1 ? times_ms[middle] : (times_ms[middle - 1] + times_ms[middle]) / 2.0;
-  }
+  forwards.median_ms = quantile(times_ms, 0.5);
+  forwards.iqr_ms = quantile(times_ms, 0.75) - quantile(times_ms, 0.25);
   forwards.repeat_max_abs = repeat_max_abs(outputs);
   forwards.outputs = std::move(outputs);
   return forwards;

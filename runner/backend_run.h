@@ -33,10 +33,21 @@
 
 namespace driftgate {
 
-// The outputs of `repeats` forwards of one backend on one input.
+// How one backend's forwards on one input run: `repeats` forwards whose outputs are
+// compared (the first calls of a freshly loaded module, as a user's first request sees
+// it), then untimed forwards until `warmup` have run in all, then `runs` timed forwards
+// whose outputs are dropped. runs == 0 times nothing (the oracle).
+struct ForwardPlan {
+  int repeats = 2;
+  int warmup = 3;
+  int runs = 10;
+};
+
+// The outputs of one backend's repeats on one input and the latency of its timed runs.
 struct Forwards {
   std::vector<c10::IValue> outputs;
-  double median_ms = 0.0;
+  double median_ms = 0.0;  // of the timed runs; 0 when none ran
+  double iqr_ms = 0.0;     // q3 - q1 of the timed runs (linear interpolation, as numpy.percentile)
   std::map<std::string, double> repeat_max_abs;  // per numeric leaf; empty for one repeat
 };
 
@@ -60,8 +71,8 @@ struct BackendRun {
 };
 
 struct BackendRunOptions {
-  int repeats = 2;
-  double timeout_s = 120.0;  // per load and per input (all repeats), isolated runs only
+  ForwardPlan plan;
+  double timeout_s = 120.0;  // per load and per input (all its forwards), isolated runs only
   bool isolate = true;       // the runner uses run_isolated; run_backend always runs in process
 };
 
@@ -76,7 +87,7 @@ BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, con
 // One backend of an isolated experiment and its forwards per input.
 struct Stage {
   BackendSpec spec;
-  int repeats = 2;
+  ForwardPlan plan;
 };
 
 // Runs `stages` in order in forked children, one BackendRun per stage. Stage 0 is
@@ -101,7 +112,12 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
 // already gone.
 void reap_exiting_children();
 
-// Median time and run-to-run variance of repeated outputs.
+// The latency of `times_ms` (median and interquartile range) and the run-to-run
+// variance of repeated outputs.
 Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> times_ms);
+
+// The q-quantile (0..1) of sorted values, linearly interpolated between the two nearest
+// ranks (numpy.percentile's default); 0 for none.
+double quantile(const std::vector<double>& sorted, double q);
 
 }  // namespace driftgate

@@ -77,7 +77,8 @@ class ExperimentRun {
         m_experiment(experiment),
         m_inputs(inputs),
         m_source{experiment.config_path, experiment.model_path, options.threads},
-        m_backend_options{experiment.repeats, experiment.timeout_s, options.isolate},
+        m_backend_options{ForwardPlan{experiment.repeats, experiment.latency_warmup, experiment.latency_runs},
+                          experiment.timeout_s, options.isolate},
         m_log(log),
         m_trace(options.trace),
         m_verbose(options.verbose),
@@ -85,12 +86,12 @@ class ExperimentRun {
 
   std::vector<CheckRecord> run() {
     if (m_backend_options.isolate) {
-      std::vector<Stage> stages{{m_experiment.reference, m_experiment.repeats}};
+      std::vector<Stage> stages{{m_experiment.reference, m_backend_options.plan}};
       if (m_experiment.oracle) {
-        stages.push_back({oracle_backend(), 1});
+        stages.push_back({oracle_backend(), ForwardPlan{1, 0, 0}});  // compared, never timed
       }
       for (const BackendSpec& target : m_experiment.targets) {
-        stages.push_back({target, m_experiment.repeats});
+        stages.push_back({target, m_backend_options.plan});
       }
       TimingTrace::Phase phase(m_trace, m_experiment.config_path + ": isolated backends (fork to last output)");
       m_isolated_runs = run_isolated(stages, m_source, m_inputs, m_experiment.timeout_s, m_trace,
@@ -192,7 +193,7 @@ class ExperimentRun {
       wanted[i] = m_reference_results[i].has_value();
     }
     BackendRunOptions options = m_backend_options;
-    options.repeats = 1;
+    options.plan = ForwardPlan{1, 0, 0};
     BackendRun oracle = m_backend_options.isolate
                             ? std::move(m_isolated_runs[1])
                             : run_backend(oracle_backend(), m_source, m_inputs, wanted, options, reference_instance());
@@ -242,6 +243,7 @@ class ExperimentRun {
     record.tolerance = configured_tolerance(m_experiment, m_experiment.targets[target]);
     if (m_reference_results[input]) {
       record.reference_ms = m_reference_results[input]->median_ms;
+      record.reference_iqr_ms = m_reference_results[input]->iqr_ms;
     }
     return record;
   }
@@ -391,6 +393,7 @@ class ExperimentRun {
         record.tolerance = leaf.tolerance;
       }
       record.target_ms = forwards.median_ms;
+      record.target_iqr_ms = forwards.iqr_ms;
       if (record.stats) {
         worst_abs = std::max(worst_abs, record.stats->max_abs);
         if (record.stats->oracle &&
@@ -415,6 +418,7 @@ class ExperimentRun {
         record.message = std::move(verdict.message);
         record.task = std::move(verdict.result);
         record.target_ms = forwards.median_ms;
+        record.target_iqr_ms = forwards.iqr_ms;
         ++counts[to_string(record.status)];
         m_grid[input][t].push_back(std::move(record));
       }
@@ -665,7 +669,14 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
         quiet.activations = Activations::k_off;
         return ExperimentRun(quiet, subset, options, log).run();
       };
-      mitigate_failures(slice[e], records, run_variant, log);
+      // The selective search's candidates: the submodules the target may run in float32.
+      MitigationOptions mitigation;
+      mitigation.run_threads = options.threads;
+      mitigation.list_layers = [&](const Experiment& experiment, const BackendSpec& target) {
+        return float32_module_candidates(target,
+                                         BackendSource{experiment.config_path, experiment.model_path, options.threads});
+      };
+      mitigate_failures(slice[e], records, run_variant, mitigation, log);
     }
     std::move(records.begin(), records.end(), std::back_inserter(run.checks));
   }

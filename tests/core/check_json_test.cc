@@ -57,6 +57,8 @@ CheckRecord full_check() {
   check.stats = stats;
   check.reference_ms = 1.5;
   check.target_ms = 17.0;
+  check.reference_iqr_ms = 0.25;
+  check.target_iqr_ms = 3.125;
   return check;
 }
 
@@ -108,6 +110,29 @@ TEST(CheckJson, WritesWhatTheDomWouldWrite) {
   EXPECT_NE(line.find("\"mean_abs\":1e+21,"), std::string::npos) << line;
   EXPECT_NE(line.find("\"atol\":1e-05,"), std::string::npos) << line;
   EXPECT_EQ(line.find("reference_repeat_max_abs"), std::string::npos) << line;
+}
+
+// Records written before the timed runs have no interquartile ranges: both readers take
+// them as nan (unknown), and the writer then writes "nan", never a made-up 0.
+TEST(CheckJson, TimingsWithoutRangesReadAsUnknown) {
+  std::string text = run_text({full_check()});
+  const std::string ranges = ",\"reference_iqr\":0.25,\"target_iqr\":3.125}";
+  ASSERT_NE(text.find(ranges), std::string::npos) << text;
+  text.replace(text.find(ranges), ranges.size(), "}");
+  expect_same_outcome(text);
+  std::istringstream in(text);
+  RunFile run = parse_run(in, "run.jsonl");
+  ASSERT_EQ(run.checks.size(), 1U);
+  EXPECT_DOUBLE_EQ(run.checks[0].target_ms, 17.0);
+  EXPECT_TRUE(std::isnan(run.checks[0].reference_iqr_ms));
+  EXPECT_TRUE(std::isnan(run.checks[0].target_iqr_ms));
+  EXPECT_NE(check_to_json_line(run.checks[0]).find("\"reference_iqr\":\"nan\",\"target_iqr\":\"nan\"}"),
+            std::string::npos);
+  // One range without the other is refused by both readers alike.
+  std::string half = run_text({full_check()});
+  half.replace(half.find(",\"target_iqr\":3.125"), std::string(",\"target_iqr\":3.125").size(), "");
+  expect_same_outcome(half);
+  EXPECT_EQ(outcome(half, true).rfind("error: ", 0), 0U) << outcome(half, true);
 }
 
 TEST(CheckJson, EscapesAndUnicodeAreNlohmanns) {

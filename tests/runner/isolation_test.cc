@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "runner/backend_messages.h"
+#include "runner/backend_run.h"
 #include "runner/runner.h"
 #include "test_models.h"
 
@@ -109,6 +110,57 @@ RunFile run(const std::vector<Experiment>& experiments, std::ostream& log) {
   return run_experiments(experiments, testing::k_test_commit, environment, RunnerOptions{}, log);
 }
 
+// The latency plan as counted by a model that counts its own calls ("growing": call n
+// returns x[:, :n]): per backend instance, `repeats` (here 1) compared forwards, untimed
+// ones up to `warmup` in all, then `runs` timed ones, so the second input's output has
+// repeats + max(0, warmup - repeats) + runs + 1 columns. In process and isolated alike.
+TEST(Isolation, ForwardsRunAsTheLatencyPlanSays) {
+  std::string dir = testing::fresh_dir("isolation_plan");
+  Experiment experiment = testing::make_experiment(dir, "plan", testing::save_hostile_model(dir, "growing"), 1);
+  experiment.oracle = false;
+  experiment.inputs = {random_input("one", {1, 40}, 1), random_input("two", {1, 40}, 2)};
+  experiment.targets = {backend("plain")};
+  struct Plan {
+    int warmup;
+    int runs;
+    int64_t columns;  // of the second input's first output
+  };
+  for (const Plan& plan : {Plan{5, 4, 10}, Plan{1, 3, 5}, Plan{0, 1, 3}}) {
+    experiment.latency_warmup = plan.warmup;
+    experiment.latency_runs = plan.runs;
+    for (bool isolate : {false, true}) {
+      std::ostringstream log;
+      RunnerOptions options;
+      options.isolate = isolate;
+      RunFile result = run_experiments({experiment}, testing::k_test_commit, Environment{}, options, log);
+      ASSERT_EQ(result.checks.size(), 2u) << log.str();
+      const CheckRecord& second = result.checks[1];
+      ASSERT_TRUE(second.observed_reference) << second.id << ": " << second.message;
+      EXPECT_EQ(second.observed_reference->shape, (std::vector<int64_t>{1, plan.columns}))
+          << "warmup " << plan.warmup << " runs " << plan.runs << " isolate " << isolate;
+      EXPECT_GT(second.reference_ms, 0.0);
+      EXPECT_GT(second.target_ms, 0.0);
+      EXPECT_GE(second.target_iqr_ms, 0.0);  // measured: a number, not nan
+      EXPECT_EQ(second.target_iqr_ms == 0.0, plan.runs == 1) << second.target_iqr_ms;
+    }
+  }
+}
+
+// The quantiles of the timed runs as numpy.percentile computes them (linear
+// interpolation between ranks); the values are numpy's for these inputs.
+TEST(Isolation, LatencyQuantilesAreNumpys) {
+  EXPECT_DOUBLE_EQ(quantile({1.0, 2.0, 3.0, 4.0}, 0.25), 1.75);
+  EXPECT_DOUBLE_EQ(quantile({1.0, 2.0, 3.0, 4.0}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile({1.0, 2.0, 3.0, 4.0}, 0.75), 3.25);
+  EXPECT_DOUBLE_EQ(quantile({2.0, 3.0, 5.0, 7.0, 11.0}, 0.75), 7.0);
+  EXPECT_DOUBLE_EQ(quantile({2.0, 3.0, 5.0, 7.0, 11.0, 13.0}, 0.25), 3.5);
+  EXPECT_DOUBLE_EQ(quantile({9.0}, 0.75), 9.0);
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0.0);
+  Forwards forwards = make_forwards({}, {13.0, 2.0, 11.0, 5.0, 3.0, 7.0});
+  EXPECT_DOUBLE_EQ(forwards.median_ms, 6.0);
+  EXPECT_DOUBLE_EQ(forwards.iqr_ms, 10.0 - 3.5);
+}
+
 TEST(Isolation, AbortInOneCheckIsRecordedAndTheRunGoesOn) {
   std::string dir = testing::fresh_dir("isolation_abort");
   std::ostringstream log;
@@ -172,6 +224,7 @@ std::string without_timings(RunFile run) {
   for (CheckRecord& check : run.checks) {
     check.reference_ms = 0.0;
     check.target_ms = 0.0;
+    check.reference_iqr_ms = check.target_iqr_ms = 0.0;
     if (check.localization) {
       check.localization->peak_rss_kib = 0;  // memory, like time, depends on the process measured
     }
@@ -220,9 +273,10 @@ TEST(Isolation, WhatBackendsPrintIsRecordedPerCheckAndBounded) {
     }
     return int64_t{0};
   };
-  // The reference (float32) ran explode twice (repeats) on "small"; the float64 target too.
-  EXPECT_EQ(count_of(result.checks[0], "cpu_fp32", "dgtest: explode ran on float32"), 2);
-  EXPECT_EQ(count_of(result.checks[0], "cpu_fp64", "dgtest: explode ran on float64"), 2);
+  // The reference (float32) ran explode 13 times on "small" (2 repeats, 1 more warm-up
+  // forward to the default 3, 10 timed ones); the float64 target too.
+  EXPECT_EQ(count_of(result.checks[0], "cpu_fp32", "dgtest: explode ran on float32"), 13);
+  EXPECT_EQ(count_of(result.checks[0], "cpu_fp64", "dgtest: explode ran on float64"), 13);
   EXPECT_EQ(count_of(result.checks[1], "cpu_fp64", "dgtest: explode ran on float64"), 0);  // not plain's check
   EXPECT_EQ(count_of(crashed, "cpu_fp64", "dgtest: about to abort"), 1);
   EXPECT_EQ(count_of(crashed, "cpu_fp64", "dgtest: \\x1b[31mred\\x1b[0m"), 1);  // the escape made visible

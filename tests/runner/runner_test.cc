@@ -159,7 +159,10 @@ TEST(Runner, ModelBehaviourIsNotBlamedOnTheTarget) {
        {Case{"in_place", CheckStatus::k_pass}, Case{"all_nan", CheckStatus::k_nonfinite_output},
         Case{"random", CheckStatus::k_ref_nondeterministic}, Case{"growing", CheckStatus::k_ref_nondeterministic}}) {
     Experiment experiment = make_experiment(dir, c.kind, testing::save_hostile_model(dir, c.kind));
-    // Five columns: "growing" slices 1, 2 on the first input and 3, 4 on the second.
+    // Five columns: "growing" slices 1, 2 (then 3, the one timed forward) on the first
+    // input and 4, 5 on the second.
+    experiment.latency_warmup = 0;
+    experiment.latency_runs = 1;
     experiment.inputs = {random_input("one", {1, 5}, 1), random_input("two", {2, 5}, 2)};
     experiment.targets = {backend("plain"), backend("other")};
     for (bool isolate : {false, true}) {

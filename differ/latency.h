@@ -1,0 +1,42 @@
+// Each backend's latency per input, as the run recorded it: the table `run` prints, the
+// diff's markdown shows beside the baseline's and the trend draws over commits.
+//
+// A check line carries the steady-state latency of its reference and its target on its
+// input (median and interquartile range of the timed forwards after warm-up:
+// Experiment::latency_*). Every output of one (input, target) repeats the same numbers;
+// this reads them once per (experiment, input, backend). Latency never enters a
+// verdict: the tables are information only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/run_digest.h"
+
+namespace driftgate {
+
+struct LatencyRow {
+  std::string experiment;
+  std::string input;
+  std::string backend;
+  bool reference = false;  // the experiment's reference (listed first per input)
+  // Median and q3 - q1 of the timed forwards in ms; nan where the backend did not run
+  // on the input (a crash, a timeout, a skip) or a record has no range.
+  double median_ms = __builtin_nan("");
+  double iqr_ms = __builtin_nan("");
+  double reference_median_ms = __builtin_nan("");  // the reference's on the same input
+};
+
+// The rows of `run` in header order: per experiment, per input, the reference and then
+// each target. An (input, target) none of whose checks has a time (0: nothing ran)
+// gets nan.
+std::vector<LatencyRow> latency_rows(const RunDigest& run);
+
+// "x2.17" (median over the reference's median), "" where either is unknown.
+std::string latency_ratio(const LatencyRow& row);
+
+// The plain-text table `run` prints (empty when no row has a time): one line per row,
+// columns aligned, the reference marked.
+std::string render_latency_text(const std::vector<LatencyRow>& rows);
+
+}  // namespace driftgate

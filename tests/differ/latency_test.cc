@@ -1,0 +1,105 @@
+// differ/latency.h: one row per (experiment, input, backend) from the check lines,
+// read alike from a run in memory and from its canonical text, with the numbers the
+// test wrote into the checks (not recomputed by the code under test).
+#include "differ/latency.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/record.h"
+
+namespace driftgate {
+namespace {
+
+CheckRecord timed_check(const std::string& input, const std::string& target, const std::string& output,
+                        double reference_ms, double target_ms) {
+  CheckRecord check;
+  check.experiment = "m";
+  check.input = input;
+  check.reference = "cpu_fp32";
+  check.target = target;
+  check.output = output;
+  check.id = make_check_id(check.experiment, input, check.reference, target, output);
+  check.tolerance.atol = 1e-5;
+  check.tolerance.rtol = 1.3e-6;
+  check.reference_ms = reference_ms;
+  check.target_ms = target_ms;
+  check.reference_iqr_ms = reference_ms / 10.0;
+  check.target_iqr_ms = target_ms / 10.0;
+  return check;
+}
+
+RunFile two_inputs_run() {
+  RunFile run;
+  run.header.commit = {"0123456789abcdef0123456789abcdef01234567", "main", false};
+  ExperimentHeader experiment;
+  experiment.name = "m";
+  experiment.inputs = {"a", "b"};
+  experiment.reference = "cpu_fp32";
+  experiment.targets = {"cpu_bf16", "frozen"};
+  run.header.experiments.push_back(experiment);
+  // Two outputs of (a, cpu_bf16) repeat one measurement; (b, frozen) crashed: time 0.
+  run.checks = {timed_check("a", "cpu_bf16", "out[0]", 4.0, 10.0), timed_check("a", "cpu_bf16", "out[1]", 4.0, 10.0),
+                timed_check("a", "frozen", "out[0]", 4.0, 3.0),    timed_check("b", "cpu_bf16", "out[0]", 8.0, 6.0),
+                timed_check("b", "frozen", "out[0]", 8.0, 0.0)};
+  run.checks.back().status = CheckStatus::k_crash_target;
+  run.summary = summarize(run.header, run.checks);
+  return run;
+}
+
+void expect_rows(const std::vector<LatencyRow>& rows) {
+  ASSERT_EQ(rows.size(), 6U);
+  EXPECT_EQ(rows[0].backend, "cpu_fp32");
+  EXPECT_TRUE(rows[0].reference);
+  EXPECT_DOUBLE_EQ(rows[0].median_ms, 4.0);
+  EXPECT_DOUBLE_EQ(rows[0].iqr_ms, 0.4);
+  EXPECT_EQ(rows[1].backend, "cpu_bf16");
+  EXPECT_DOUBLE_EQ(rows[1].median_ms, 10.0);
+  EXPECT_EQ(latency_ratio(rows[1]), "x2.50");
+  EXPECT_EQ(latency_ratio(rows[2]), "x0.75");
+  EXPECT_EQ(rows[3].input, "b");
+  EXPECT_DOUBLE_EQ(rows[3].median_ms, 8.0);
+  EXPECT_EQ(latency_ratio(rows[4]), "x0.75");
+  EXPECT_EQ(rows[5].backend, "frozen");
+  EXPECT_TRUE(std::isnan(rows[5].median_ms));  // crashed: no time, not 0 ms
+  EXPECT_EQ(latency_ratio(rows[5]), "");
+}
+
+TEST(Latency, RowsFromARunInMemory) {
+  RunFile run = two_inputs_run();
+  expect_rows(latency_rows(digest_view(run)));
+}
+
+TEST(Latency, RowsFromTheRunsCanonicalText) {
+  RunFile run = two_inputs_run();
+  std::ostringstream text;
+  write_run(text, run);
+  RunDigest digest = digest_run_text(text.str(), "run.jsonl");
+  ASSERT_EQ(digest.checks.size(), 5U);
+  EXPECT_EQ(digest.checks[0].record, nullptr);  // read from the line's timings member
+  expect_rows(latency_rows(digest));
+}
+
+TEST(Latency, TextTableMarksTheReferenceAndUnknowns) {
+  const std::string text = render_latency_text(latency_rows(digest_view(two_inputs_run())));
+  EXPECT_NE(text.find("cpu_fp32 (reference)"), std::string::npos) << text;
+  EXPECT_NE(text.find("10.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("x2.50"), std::string::npos) << text;
+  // The crashed pair: a dash, no ratio.
+  const size_t frozen_b = text.rfind("frozen");
+  EXPECT_EQ(text.substr(frozen_b, text.find('\n', frozen_b) - frozen_b).find("x0"), std::string::npos) << text;
+  EXPECT_NE(text.substr(frozen_b).find(" -"), std::string::npos) << text;
+}
+
+TEST(Latency, NothingTimedPrintsNothing) {
+  RunFile run = two_inputs_run();
+  for (CheckRecord& check : run.checks) {
+    check.reference_ms = check.target_ms = 0.0;
+  }
+  EXPECT_EQ(render_latency_text(latency_rows(digest_view(run))), "");
+}
+
+}  // namespace
+}  // namespace driftgate
