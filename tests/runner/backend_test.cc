@@ -255,5 +255,152 @@ TEST_F(BackendTest, ForwardFailureCarriesWhatTheModelRaised) {
   }
 }
 
+// Issue 25: float32_modules. A scripted model whose modules a, b, c (and blk.s) share one
+// class type, hence one forward graph: casts must go around the listed module's calls only.
+// (A module built in C++ has no __call__: its graph calls submodules' forward by name.)
+//   forward(x): a, b, a again, c.twice (not forward), blk (relu(s(x))), pair (returns a tuple)
+class Float32ModulesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = testing::fresh_dir("float32_modules");
+    torch::jit::Module a("Scale");
+    a.register_parameter("w", weight(0.0), false);
+    a.define(R"(
+def forward(self, x):
+    return torch.matmul(x, self.w)
+
+def twice(self, x):
+    return torch.matmul(torch.matmul(x, self.w), self.w)
+)");
+    auto same_type = [&](double offset) {
+      torch::jit::Module copy = a.deepcopy();  // an object of the same type
+      copy.register_parameter("w", weight(offset), false);
+      return copy;
+    };
+    torch::jit::Module block("Block");
+    block.register_module("s", same_type(0.3));
+    block.define("def forward(self, x):\n    return torch.relu(self.s.forward(x))\n");
+    torch::jit::Module pair("Pair");
+    pair.define("def forward(self, x):\n    return x * 2.0, x * 3.0\n");
+    torch::jit::Module net("Net");
+    net.register_module("a", a);
+    net.register_module("b", same_type(0.1));
+    net.register_module("c", same_type(0.2));
+    net.register_module("d", same_type(0.4));
+    net.register_module("blk", block);
+    net.register_module("pair", pair);
+    net.define(R"(
+def forward(self, x):
+    y = self.a.forward(x)
+    y = self.b.forward(y)
+    y = self.a.forward(y)
+    y = self.c.twice(y)
+    y = self.blk.forward(y)
+    p, q = self.pair.forward(y)
+    return p + q
+)");
+    m_model = m_dir + "/net.pt";
+    net.save(m_model);
+    m_input = at::linspace(-2.0, 2.0, 3 * 4, at::kFloat).reshape({3, 4});
+  }
+  // Weights whose float32 values bfloat16 cannot hold.
+  static at::Tensor weight(double offset) {
+    return at::arange(16, at::kFloat).mul(0.731).add(offset).sin().mul(1.317).reshape({4, 4});
+  }
+  BackendSpec mixed(std::vector<std::string> modules, GraphMode graph = GraphMode::k_eager) const {
+    BackendSpec spec = backend_with_dtype("mixed", DType::k_bfloat16);
+    spec.float32_modules = std::move(modules);
+    spec.graph = graph;
+    spec.optimize_numerics = false;
+    return spec;
+  }
+  BackendSource source() const { return BackendSource{"configs/test.yaml", m_model, 1}; }
+  std::string error_of(const BackendSpec& spec) const {
+    try {
+      BackendInstance::load(spec, source());
+    } catch (const ModelFileError& e) {
+      return e.what();
+    }
+    return "(no ModelFileError)";
+  }
+  std::string m_dir;
+  std::string m_model;
+  at::Tensor m_input;
+};
+
+TEST_F(Float32ModulesTest, ListedModulesRunInFloat32AsComputedByHand) {
+  const at::Tensor wa = weight(0.0);
+  const at::Tensor wb = weight(0.1).to(at::kBFloat16);
+  const at::Tensor wc = weight(0.2).to(at::kBFloat16);
+  const at::Tensor ws = weight(0.3);
+  // The same forward written out: a and blk.s in float32 on their float32 weights, the
+  // rest in bfloat16; a is called twice.
+  at::Tensor y = at::matmul(m_input.to(at::kBFloat16).to(at::kFloat), wa).to(at::kBFloat16);
+  y = at::matmul(y, wb);
+  y = at::matmul(y.to(at::kFloat), wa).to(at::kBFloat16);
+  y = at::matmul(at::matmul(y, wc), wc);
+  y = at::relu(at::matmul(y.to(at::kFloat), ws).to(at::kBFloat16));
+  const at::Tensor expected = y * 2.0 + y * 3.0;
+  at::Tensor plain = y;  // the whole model in bfloat16, for contrast
+  plain = at::matmul(at::matmul(m_input.to(at::kBFloat16), wa.to(at::kBFloat16)), wb);
+  plain = at::matmul(at::matmul(at::matmul(plain, wa.to(at::kBFloat16)), wc), wc);
+  plain = at::relu(at::matmul(plain, ws.to(at::kBFloat16)));
+  ASSERT_FALSE(at::equal(expected, plain * 2.0 + plain * 3.0));
+
+  for (GraphMode graph : {GraphMode::k_eager, GraphMode::k_frozen}) {  // frozen: optimize_numerics false
+    BackendInstance instance = BackendInstance::load(mixed({"a", "blk.s"}, graph), source());
+    at::Tensor output = instance.forward(m_input).toTensor();
+    EXPECT_EQ(output.scalar_type(), at::kBFloat16);
+    EXPECT_TRUE(at::equal(output, expected)) << to_string(graph) << "\n" << output << "\n" << expected;
+    if (graph == GraphMode::k_eager) {
+      const torch::jit::Module& module = instance.module();
+      EXPECT_EQ(module.attr("a").toModule().attr("w").toTensor().scalar_type(), at::kFloat);
+      EXPECT_TRUE(at::equal(module.attr("a").toModule().attr("w").toTensor(), wa));  // never through bfloat16
+      EXPECT_TRUE(at::equal(module.attr("blk").toModule().attr("s").toModule().attr("w").toTensor(), ws));
+      EXPECT_EQ(module.attr("b").toModule().attr("w").toTensor().scalar_type(), at::kBFloat16);
+      EXPECT_EQ(module.attr("c").toModule().attr("w").toTensor().scalar_type(), at::kBFloat16);
+      // Two casts per call: a twice, blk.s once.
+      int casts = 0;
+      for (const torch::jit::Node* node : module.get_method("forward").graph()->nodes()) {
+        casts += node->kind() == c10::aten::to ? 1 : 0;
+      }
+      EXPECT_EQ(casts, 6);
+    }
+  }
+  // The graph rewrites keep the casts and run.
+  for (GraphMode graph : {GraphMode::k_optimized, GraphMode::k_xnnpack}) {
+    BackendSpec spec = mixed({"a", "blk.s"}, graph);
+    spec.optimize_numerics = true;
+    at::Tensor output = BackendInstance::load(spec, source()).forward(m_input).toTensor();
+    EXPECT_TRUE(at::allclose(output.to(at::kFloat), expected.to(at::kFloat), 0.05, 0.05)) << to_string(graph);
+  }
+}
+
+TEST_F(Float32ModulesTest, NamesThatDoNotFitTheModelAreModelFileErrors) {
+  const std::string where = "configs/test.yaml: backend 'mixed': float32_modules: ";
+  EXPECT_EQ(error_of(mixed({"a", "e"})), where + "model '" + m_model +
+                                             "' has no module 'e'; the nearest it has: a, b, c (named_modules() "
+                                             "lists them all)");
+  EXPECT_EQ(error_of(mixed({"c"})), where + "module 'c' of model '" + m_model +
+                                        "' is called through its method 'twice', not forward; float32_modules casts "
+                                        "around forward calls only: list the module that calls it, or a module it "
+                                        "calls");
+  EXPECT_EQ(error_of(mixed({"d"})), where + "module 'd' of model '" + m_model +
+                                        "' is never called by forward, so running it in float32 changes nothing; "
+                                        "list a module forward calls (driftgate lists the candidates in execution "
+                                        "order)");
+  EXPECT_EQ(error_of(mixed({"pair"})), where + "module 'pair' of model '" + m_model +
+                                           "' returns Tuple[Tensor, Tensor], not one tensor; float32_modules casts "
+                                           "one tensor back to bfloat16: list the modules inside it instead");
+}
+
+TEST_F(Float32ModulesTest, CandidatesAreTheCalledLeafModulesReturningOneTensorInOrder) {
+  // a, b (a's second call adds nothing), not c (called through twice), blk.s inside blk
+  // (blk calls a submodule), not pair (a tuple), not d (never called).
+  EXPECT_EQ(float32_module_candidates(mixed({}), source()), (std::vector<std::string>{"a", "b", "blk.s"}));
+  EXPECT_THROW(float32_module_candidates(mixed({}), BackendSource{"configs/test.yaml", m_dir + "/none.pt", 1}),
+               ModelFileError);
+}
+
 }  // namespace
 }  // namespace driftgate
