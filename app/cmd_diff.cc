@@ -329,7 +329,9 @@ int cmd_diff(CommandContext& context) {
     diff = diff_runs(run, *baseline, diff_options);
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);
+  report.latency = latency_rows(run);
   if (selection.found) {
+    add_baseline_latency(report.latency, *baseline);
     propose_refresh(report, *request, run, *baseline);
   }
   std::string markdown = render_markdown(report, request->markdown_budget);

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <map>
 #include <string_view>
+#include <tuple>
+
+#include "differ/markdown_report.h"
 
 namespace driftgate {
 namespace {
@@ -29,17 +32,25 @@ std::string format_ms(double value) {
 std::vector<LatencyRow> latency_rows(const RunDigest& run) {
   // Check ids are "<experiment>/<input>/<reference>~<target>/<output>": the id without its
   // output names the pair. A time of 0 means the backend produced nothing on the input.
+  // The checks of one pair are neighbours in id order and in run order alike, so a run of
+  // a million checks costs one comparison per check and one lookup per pair.
   std::map<std::string_view, PairTimes> pairs;
+  std::string_view last;
+  PairTimes* pair = nullptr;
   for (const CheckDigest& check : run.checks) {
     if (check.id.size() <= check.output.size()) {
       continue;
     }
-    PairTimes& pair = pairs[check.id.substr(0, check.id.size() - check.output.size())];
-    if (!pair.timed) {
+    const std::string_view prefix = check.id.substr(0, check.id.size() - check.output.size());
+    if (pair == nullptr || prefix != last) {
+      pair = &pairs[prefix];
+      last = prefix;
+    }
+    if (!pair->timed) {
       CheckTimings timings = timings_of(check);
       if (timings.target_ms > 0.0 || timings.reference_ms > 0.0) {
-        pair.timings = timings;
-        pair.timed = true;
+        pair->timings = timings;
+        pair->timed = true;
       }
     }
   }
@@ -73,6 +84,21 @@ std::vector<LatencyRow> latency_rows(const RunDigest& run) {
     }
   }
   return rows;
+}
+
+void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseline) {
+  std::map<std::tuple<std::string, std::string, std::string>, const LatencyRow*> before;
+  const std::vector<LatencyRow> baseline_rows = latency_rows(baseline);
+  for (const LatencyRow& row : baseline_rows) {
+    before[{row.experiment, row.input, row.backend}] = &row;
+  }
+  for (LatencyRow& row : rows) {
+    auto it = before.find({row.experiment, row.input, row.backend});
+    if (it != before.end()) {
+      row.baseline_median_ms = it->second->median_ms;
+      row.baseline_iqr_ms = it->second->iqr_ms;
+    }
+  }
 }
 
 std::string latency_ratio(const LatencyRow& row) {
@@ -121,6 +147,34 @@ std::string render_latency_text(const std::vector<LatencyRow>& rows) {
     text += out + "\n";
   }
   return text;
+}
+
+std::string render_latency_markdown(const std::vector<LatencyRow>& rows) {
+  if (std::none_of(rows.begin(), rows.end(), [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
+    return "";
+  }
+  const bool baseline =
+      std::any_of(rows.begin(), rows.end(), [](const LatencyRow& row) { return !std::isnan(row.baseline_median_ms); });
+  std::string text =
+      "\n<details><summary>Latency per forward, ms: median and IQR of the timed forwards after warm-up "
+      "(information, not gated)</summary>\n\n| experiment | input | backend | median | IQR | vs reference |";
+  text += baseline ? " baseline median | change |\n|---|---|---|---:|---:|---:|---:|---:|\n" : "\n|---|---|---|---:|---:|---:|\n";
+  for (const LatencyRow& row : rows) {
+    text += "| " + markdown_code(row.experiment) + " | " + markdown_code(row.input) + " | " + markdown_code(row.backend) +
+            (row.reference ? " (reference)" : "") + " | " + format_ms(row.median_ms) + " | " + format_ms(row.iqr_ms) +
+            " | " + latency_ratio(row) + " |";
+    if (baseline) {
+      std::string change;
+      if (!std::isnan(row.median_ms) && row.baseline_median_ms > 0.0) {
+        char percent[32];
+        std::snprintf(percent, sizeof percent, "%+.0f%%", 100.0 * (row.median_ms / row.baseline_median_ms - 1.0));
+        change = percent;
+      }
+      text += " " + format_ms(row.baseline_median_ms) + " | " + change + " |";
+    }
+    text += "\n";
+  }
+  return text + "\n</details>\n";
 }
 
 }  // namespace driftgate

@@ -25,6 +25,9 @@ struct LatencyRow {
   double median_ms = __builtin_nan("");
   double iqr_ms = __builtin_nan("");
   double reference_median_ms = __builtin_nan("");  // the reference's on the same input
+  // The baseline's for the same (experiment, input, backend); nan where it has none.
+  double baseline_median_ms = __builtin_nan("");
+  double baseline_iqr_ms = __builtin_nan("");
 };
 
 // The rows of `run` in header order: per experiment, per input, the reference and then
@@ -32,11 +35,18 @@ struct LatencyRow {
 // gets nan.
 std::vector<LatencyRow> latency_rows(const RunDigest& run);
 
+// Sets each row's baseline_* from the rows of `baseline`.
+void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseline);
+
 // "x2.17" (median over the reference's median), "" where either is unknown.
 std::string latency_ratio(const LatencyRow& row);
 
 // The plain-text table `run` prints (empty when no row has a time): one line per row,
 // columns aligned, the reference marked.
 std::string render_latency_text(const std::vector<LatencyRow>& rows);
+
+// The folded table of the diff's markdown summary, with the baseline's medians and the
+// change where there is a baseline; empty when no row has a time.
+std::string render_latency_markdown(const std::vector<LatencyRow>& rows);
 
 }  // namespace driftgate

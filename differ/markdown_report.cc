@@ -243,6 +243,20 @@ void render_checks(std::string& text, const Report& report, size_t budget) {
   }
 }
 
+// The latency table, last and only where it fits the budget whole (the checks come first).
+void add_latency(std::string& text, const Report& report, size_t budget) {
+  const std::string table = render_latency_markdown(report.latency);
+  if (table.empty()) {
+    return;
+  }
+  if (text.size() + table.size() <= budget) {
+    text += table;
+  } else {
+    text += "\n*The latency table is left out: it does not fit the " + std::to_string(budget) +
+            " bytes of this summary (--markdown-budget).*\n";
+  }
+}
+
 }  // namespace
 
 std::string markdown_code(const std::string& text) {
@@ -310,7 +324,9 @@ std::string render_markdown(const Report& report, size_t budget) {
   if (report.verdict == Verdict::k_no_baseline) {
     out << "\nNothing was compared, so the gate is neutral (exit 0). Store a baseline on the target branch with "
            "`driftgate baseline update run.jsonl`.\n";
-    return out.str();
+    std::string text = out.str();
+    add_latency(text, report, budget);
+    return text;
   }
   out << "\n";
   render_baseline(out, report);
@@ -320,6 +336,7 @@ std::string render_markdown(const Report& report, size_t budget) {
   render_refresh(out, report);
   std::string text = out.str();
   render_checks(text, report, budget);
+  add_latency(text, report, budget);
   return text;
 }
 

@@ -15,6 +15,7 @@
 #include "differ/baseline_select.h"
 #include "differ/diff.h"
 #include "differ/gate_policy.h"
+#include "differ/latency.h"
 
 namespace driftgate {
 
@@ -54,6 +55,10 @@ struct Report {
   std::string proposal_command;   // "driftgate baseline accept --proposal FILE --reason ..."; "" when none
   size_t proposal_changes = 0;    // check lines the proposal puts in (changed or added)
   size_t proposal_drops = 0;      // checks it drops
+
+  // Each backend's latency per input in the run, with the baseline's where compared
+  // (differ/latency.h): shown, never gated.
+  std::vector<LatencyRow> latency;
 };
 
 // Joins a run, its baseline selection and (when a baseline was found) the diff.

@@ -101,5 +101,24 @@ TEST(Latency, NothingTimedPrintsNothing) {
   EXPECT_EQ(render_latency_text(latency_rows(digest_view(run))), "");
 }
 
+// The diff's table: this run beside the baseline, matched by (experiment, input, backend);
+// a backend the baseline did not time has no change.
+TEST(Latency, MarkdownTableSetsTheRunBesideTheBaseline) {
+  RunFile now = two_inputs_run();
+  RunFile before = two_inputs_run();
+  before.checks[0].target_ms = before.checks[1].target_ms = 8.0;  // (a, cpu_bf16): 8 ms then, 10 now
+  before.checks[2].target_ms = 0.0;                               // (a, frozen) did not run then
+  std::vector<LatencyRow> rows = latency_rows(digest_view(now));
+  add_baseline_latency(rows, digest_view(before));
+  const std::string table = render_latency_markdown(rows);
+  EXPECT_NE(table.find("| `m` | `a` | `cpu_bf16` | 10.0 | 1.00 | x2.50 | 8.00 | +25% |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `m` | `a` | `frozen` | 3.00 | 0.30 | x0.75 | - |  |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `m` | `b` | `cpu_fp32` (reference) | 8.00 | 0.80 |  | 8.00 | +0% |"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("not gated"), std::string::npos) << table;
+  // Without a baseline the two columns are not drawn.
+  EXPECT_EQ(render_latency_markdown(latency_rows(digest_view(now))).find("baseline"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace driftgate
