@@ -24,6 +24,7 @@
 #include "core/git_repo.h"
 #include "core/record.h"
 #include "runner/environment_probe.h"
+#include "runner/mitigation.h"
 #include "runner/runner.h"
 
 namespace driftgate {
@@ -82,8 +83,10 @@ const CommandHelp k_help{
     "An experiment with a `task:` section also gets tier-3 checks (output task:classification,\n"
     "task:detection[stable|native], task:segmentation; status fail_task when the answer changed); a task\n"
     "naming an output the model lacks (or one that is no tensor) is a config error: exit 2, nothing written.\n"
-    "--mitigate: for each failing target, tries fp32, onednn_off, contiguous, eager and stable_nms alone\n"
-    "and in sets of up to 3, and records the smallest set that restores agreement and its latency cost.\n"
+    "--mitigate: for each failing target, tries fp32, onednn_off, contiguous, eager and stable_nms in every\n"
+    "set of up to 3 and records the cheapest set (by latency) that restores tier-1 agreement and the\n"
+    "cheapest that restores task agreement; a set that is the reference again ranks last. A target cast\n"
+    "to bfloat16/float16 also gets the fewest submodules run in float32 that restore agreement.\n"
     "Exit 1 when any check failed (fail_*, crash_*, timeout), known failures included: the gate is\n"
     "driftgate diff's exit code. Skipped checks do not fail the run.",
     "driftgate run configs/*.yaml -o out/run.jsonl --threads 1   # then: driftgate diff out/run.jsonl"};
@@ -269,7 +272,15 @@ void print_task_and_mitigation_lines(const RunFile& run, std::ostream& out) {
   for (const auto& check : run.checks) {
     const std::string key = check.experiment + " " + check.target;
     if (check.mitigation && printed.insert("m " + key).second) {
-      out << "mitigation [" << check.experiment << "] " << check.mitigation->message << "\n";
+      // The target's and the reference's latency, then each choice against both.
+      const bool task_failed = std::any_of(run.checks.begin(), run.checks.end(), [&](const CheckRecord& other) {
+        return other.mitigation && other.experiment == check.experiment && other.target == check.target &&
+               other.output.rfind("task:", 0) == 0;
+      });
+      const std::vector<std::string> lines = mitigation_lines(*check.mitigation, check.target, task_failed);
+      for (size_t i = 0; i < lines.size(); ++i) {
+        out << (i == 0 ? "mitigation [" + check.experiment + "] " : std::string("  ")) << lines[i] << "\n";
+      }
     }
     if (check.task && check.status == CheckStatus::k_pass && printed.insert("t " + key + check.input).second) {
       for (const auto& finding : check.task->findings) {

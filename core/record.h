@@ -176,15 +176,29 @@ struct TaskResult {
   std::vector<std::string> findings;      // each flip with the reference's margin, what restored agreement
 };
 
-// `run --mitigate`: the smallest set of fallbacks that made a failing target agree again.
+// `run --mitigate`: one way found to make a failing target agree again.
+struct MitigationChoice {
+  std::string restores;                      // "tier1" (every check passes) or "tier3" (the task checks pass)
+  std::vector<std::string> fallbacks;        // e.g. {"onednn_off", "contiguous"}; empty for a selective choice
+  std::vector<std::string> float32_modules;  // selective: the submodules run in float32 (else empty)
+  std::string backend;                       // the variant as run: "cpu_bf16+onednn_off", "cpu_bf16+fp32_modules_7"
+  double latency_ms = 0.0;                   // its steady-state median forward, averaged over the failing inputs
+  double latency_iqr_ms = std::numeric_limits<double>::quiet_NaN();  // its interquartile range, likewise
+  // The variant computes as the reference does (it is the reference again): ranked after
+  // every other choice whatever its latency.
+  bool reference_equivalent = false;
+};
+
+// `run --mitigate`: per failing target, the cheapest fallback set that restores tier-1
+// agreement, the cheapest that restores task agreement where a task check failed and it
+// is another set (else the tier-1 choice is also the task's), and the selective per-layer
+// choice (float32_modules) of a target cast to a reduced dtype. Empty `choices`: none found.
 struct Mitigation {
-  std::vector<std::string> fallbacks;  // e.g. {"fp32"}, {"onednn_off", "contiguous"}; empty: none restored
-  std::string restores;                // "tier1" (every check passes) or "tier3" (the task checks pass)
-  std::string backend;                 // the mitigated backend as run: "cpu_bf16+fp32"
-  double latency_ms = 0.0;             // its median forward
-  double target_ms = 0.0;              // the failing target's median forward
-  int64_t tried = 0;                   // fallback sets tried
-  std::string message;                 // one line for the terminal
+  std::vector<MitigationChoice> choices;
+  double target_ms = 0.0;                                          // the failing target's median forward
+  double reference_ms = std::numeric_limits<double>::quiet_NaN();  // the reference's (nan in older records)
+  int64_t tried = 0;                                               // variants tried (fallback sets and layer sets)
+  std::string message;                                             // one line for the terminal
 };
 
 struct CheckRecord {

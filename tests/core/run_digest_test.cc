@@ -325,11 +325,15 @@ class RecordMaker {
     }
     if (!ordinary && chance(10)) {
       Mitigation mitigation;
-      mitigation.fallbacks = {"fp32"};
-      mitigation.restores = "tier1";
-      mitigation.backend = "cpu_bf16+fp32";
-      mitigation.latency_ms = 2.5;
+      MitigationChoice choice;
+      choice.restores = "tier1";
+      choice.fallbacks = {"fp32"};
+      choice.backend = "cpu_bf16+fp32";
+      choice.latency_ms = 2.5;
+      choice.reference_equivalent = true;
+      mitigation.choices = {choice};
       mitigation.target_ms = 1.25;
+      mitigation.reference_ms = 2.25;
       mitigation.tried = 3;
       mitigation.message = "fp32 restores agreement";
       check.mitigation = mitigation;
@@ -721,7 +725,9 @@ std::vector<CheckRecord> varied_checks(uint32_t seed, size_t count) {
   task.task = TaskResult{"classification", "top1+top5", {{"top1_agreement", 0.5}}, {"flip at input 0"}};
   checks.push_back(task);
   CheckRecord mitigated = plain_check("mitigated", CheckStatus::k_fail_numeric, 0.1);
-  mitigated.mitigation = Mitigation{{"fp32"}, "tier1", "cpu_bf16+fp32", 2.0, 1.0, 2, "fp32 restores"};
+  MitigationChoice selective{"tier3", {},   {"features.7.block.0.2", "classifier.3"}, "cpu_bf16+fp32_modules_4", 1.5,
+                             0.25,    false};
+  mitigated.mitigation = Mitigation{{selective}, 1.0, 2.0, 2, "2 submodules in float32 restore"};
   checks.push_back(mitigated);
   return checks;
 }

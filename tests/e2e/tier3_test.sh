@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tier 3 end to end: the tie fixture (tools/export_models.py tie) through the real
 # binary. Native NMS fails on bfloat16, stable NMS passes and the terminal says which
-# adapter restored agreement; --mitigate names the fallback and its latency cost, in
+# adapter restored agreement; --mitigate names the cheapest fallbacks and their latency, in
 # the record (valid against schema/record.schema.json) and on the terminal; a task output the
 # model lacks is an error (exit 2), not a green run of unsupported checks.
 source "$(dirname "$0")/lib.sh"
@@ -29,11 +29,14 @@ expect_contains "$work/stderr" \
   "the terminal names the adapter that restored agreement"
 
 expect_exit 1 "run --mitigate" -- "$DRIFTGATE" run "$work/tie.yaml" -o "$work/mitigated.jsonl" --mitigate -q
-expect_contains "$work/stderr" "mitigation [tie_detector] fp32 restores tier-1 agreement for cpu_bf16: " \
-  "the terminal names the fallback"
-expect_contains "$work/stderr" "per forward (x" "... and its latency cost"
-expect_contains "$work/mitigated.jsonl" '"mitigation":{"fallbacks":["fp32"],"restores":"tier1","backend":"cpu_bf16+fp32"' \
-  "the record holds the mitigation"
+expect_contains "$work/stderr" "mitigation [tie_detector] cpu_bf16: " "the terminal names the target"
+expect_contains "$work/stderr" "tried 7 variants" "... every set of fp32, onednn_off, stable_nms"
+expect_contains "$work/stderr" "agreement: fp32 + onednn_off" \
+  "... and the cheapest that restores tier 1 and is not the reference again (fp32 alone is)"
+expect_contains "$work/stderr" " target, x" "... with its latency against the target's and the reference's"
+expect_contains "$work/mitigated.jsonl" \
+  '"mitigation":{"choices":[{"restores":"tier1","fallbacks":["fp32","onednn_off"' \
+  "the record holds the choices"
 expect_exit 0 "the run file validates against the record schema" -- \
   /usr/bin/python3 "$root/tools/validate_schema.py" run "$work/mitigated.jsonl"
 

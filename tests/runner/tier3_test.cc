@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -150,22 +151,32 @@ TEST(Tier3, FailingBf16TargetGetsAMitigationReport) {
     ASSERT_EQ(check.status, CheckStatus::k_fail_numeric) << check.output;
     ASSERT_TRUE(check.mitigation.has_value()) << check.output;
     const Mitigation& mitigation = *check.mitigation;
-    EXPECT_EQ(mitigation.fallbacks, std::vector<std::string>{"fp32"});
-    EXPECT_EQ(mitigation.restores, "tier1");
-    EXPECT_EQ(mitigation.backend, "cpu_bf16+fp32");
-    EXPECT_EQ(mitigation.tried, 2);  // fp32, onednn_off alone; one restores, so no pairs
-    EXPECT_GT(mitigation.latency_ms, 0.0);
+    // fp32, onednn_off and both, in one run. fp32 alone restores but is the reference
+    // again, so fp32 + onednn_off (float32 on native kernels) ranks first.
+    EXPECT_EQ(mitigation.tried, 3);
+    ASSERT_EQ(mitigation.choices.size(), 1U) << mitigation.message;
+    const MitigationChoice& choice = mitigation.choices[0];
+    EXPECT_EQ(choice.fallbacks, (std::vector<std::string>{"fp32", "onednn_off"}));
+    EXPECT_EQ(choice.restores, "tier1");
+    EXPECT_EQ(choice.backend, "cpu_bf16+fp32+onednn_off");
+    EXPECT_FALSE(choice.reference_equivalent);
+    EXPECT_TRUE(choice.float32_modules.empty());
+    EXPECT_GT(choice.latency_ms, 0.0);
     EXPECT_GT(mitigation.target_ms, 0.0);
-    EXPECT_EQ(mitigation.message.rfind("fp32 restores tier-1 agreement for cpu_bf16: ", 0), 0U) << mitigation.message;
+    EXPECT_GT(mitigation.reference_ms, 0.0);
+    EXPECT_EQ(mitigation.message.rfind("cpu_bf16 (", 0), 0U) << mitigation.message;
+    EXPECT_NE(mitigation.message.find("tier-1 agreement: fp32 + onednn_off: "), std::string::npos)
+        << mitigation.message;
   }
-  EXPECT_NE(log.str().find("[convbn] mitigation: fp32 restores tier-1 agreement for cpu_bf16"), std::string::npos);
+  EXPECT_NE(log.str().find("[convbn] mitigation: cpu_bf16 ("), std::string::npos);
   // The record keeps the mitigation through a write and a read.
   std::ostringstream text;
   write_run(text, result);
   std::istringstream in(text.str());
   RunFile read = parse_run(in, "run.jsonl");
   ASSERT_TRUE(read.checks[0].mitigation.has_value());
-  EXPECT_EQ(read.checks[0].mitigation->backend, "cpu_bf16+fp32");
+  ASSERT_EQ(read.checks[0].mitigation->choices.size(), 1U);
+  EXPECT_EQ(read.checks[0].mitigation->choices[0].backend, "cpu_bf16+fp32+onednn_off");
 }
 
 TEST(Tier3, MitigationOfTheTieFixtureNamesAFallbackForTheTaskFailure) {
@@ -180,10 +191,26 @@ TEST(Tier3, MitigationOfTheTieFixtureNamesAFallbackForTheTaskFailure) {
   const CheckRecord& native = find(result, "task:detection[native]");
   ASSERT_EQ(native.status, CheckStatus::k_fail_task);
   ASSERT_TRUE(native.mitigation.has_value());
-  // fp32 restores every check; stable_nms alone only the task: tier 1 wins.
-  EXPECT_EQ(native.mitigation->fallbacks, std::vector<std::string>{"fp32"});
-  EXPECT_EQ(native.mitigation->restores, "tier1");
-  EXPECT_EQ(native.mitigation->tried, 3);  // fp32, onednn_off, stable_nms
+  const Mitigation& mitigation = *native.mitigation;
+  EXPECT_EQ(mitigation.tried, 7);  // every set of fp32, onednn_off, stable_nms
+  // Tier 1 needs float32; fp32 alone (and with stable_nms) is the reference again, so
+  // the choice keeps onednn_off, whichever of the two sets with it measured faster.
+  ASSERT_GE(mitigation.choices.size(), 1U) << mitigation.message;
+  const MitigationChoice& tier1 = mitigation.choices[0];
+  EXPECT_EQ(tier1.restores, "tier1");
+  ASSERT_GE(tier1.fallbacks.size(), 2U) << mitigation.message;
+  EXPECT_EQ(std::vector<std::string>(tier1.fallbacks.begin(), tier1.fallbacks.begin() + 2),
+            (std::vector<std::string>{"fp32", "onednn_off"}));
+  EXPECT_FALSE(tier1.reference_equivalent);
+  // The task alone is restored by stable NMS in bfloat16; listed apart only when it measured faster.
+  ASSERT_LE(mitigation.choices.size(), 2U);
+  if (mitigation.choices.size() == 2) {
+    const MitigationChoice& task = mitigation.choices[1];
+    EXPECT_EQ(task.restores, "tier3");
+    EXPECT_EQ(task.fallbacks.back(), "stable_nms");
+    EXPECT_EQ(std::count(task.fallbacks.begin(), task.fallbacks.end(), "fp32"), 0);
+    EXPECT_LE(task.latency_ms, tier1.latency_ms);
+  }
 }
 
 TEST(Tier3, ClassificationAndSegmentationChecksSitBesideTier1) {
