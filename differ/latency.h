@@ -8,6 +8,7 @@
 // verdict: the tables are information only.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseli
 
 // "x2.17" (median over the reference's median), "" where either is unknown.
 std::string latency_ratio(const LatencyRow& row);
+
+// The tables below show an experiment of more than this many inputs as one row per
+// backend: each number the median over its inputs.
+constexpr size_t k_latency_inputs_shown = 3;
 
 // The plain-text table `run` prints (empty when no row has a time): one line per row,
 // columns aligned, the reference marked.

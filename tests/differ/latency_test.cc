@@ -93,6 +93,30 @@ TEST(Latency, TextTableMarksTheReferenceAndUnknowns) {
   EXPECT_NE(text.substr(frozen_b).find(" -"), std::string::npos) << text;
 }
 
+// More than k_latency_inputs_shown inputs: one row per backend, each number the median
+// over the inputs (here of 1, 2, 3 and 10 ms for the target, one input that crashed left out).
+TEST(Latency, ManyInputsShowOneRowPerBackend) {
+  RunFile run;
+  ExperimentHeader experiment;
+  experiment.name = "m";
+  experiment.inputs = {"i1", "i2", "i3", "i4", "i5"};
+  experiment.reference = "cpu_fp32";
+  experiment.targets = {"cpu_bf16"};
+  run.header.experiments.push_back(experiment);
+  const double target[] = {1.0, 2.0, 3.0, 10.0, 0.0};
+  for (size_t i = 0; i < 5; ++i) {
+    run.checks.push_back(timed_check(experiment.inputs[i], "cpu_bf16", "out", 4.0, target[i]));
+  }
+  run.summary = summarize(run.header, run.checks);
+  const std::string text = render_latency_text(latency_rows(digest_view(run)));
+  EXPECT_NE(text.find("5 inputs"), std::string::npos) << text;
+  EXPECT_EQ(text.find("i3"), std::string::npos) << text;
+  const size_t target_line = text.find("cpu_bf16");
+  const std::string line = text.substr(target_line, text.find('\n', target_line) - target_line);
+  EXPECT_NE(line.find(" 2.50 "), std::string::npos) << line;  // median of 1, 2, 3, 10
+  EXPECT_NE(line.find("x0.62"), std::string::npos) << line;   // 2.5 / 4
+}
+
 TEST(Latency, NothingTimedPrintsNothing) {
   RunFile run = two_inputs_run();
   for (CheckRecord& check : run.checks) {
