@@ -198,7 +198,10 @@ struct Mitigation {
   double target_ms = 0.0;                                          // the failing target's median forward
   double reference_ms = std::numeric_limits<double>::quiet_NaN();  // the reference's (nan in older records)
   int64_t tried = 0;                                               // variants tried (fallback sets and layer sets)
-  std::string message;                                             // one line for the terminal
+  // Why the selective search found no module set ("all 171 submodules in float32 do not
+  // restore agreement"); empty when it found one or did not apply (not a reduced dtype).
+  std::string selective_note;
+  std::string message;  // one line for the terminal
 };
 
 struct CheckRecord {

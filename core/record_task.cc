@@ -110,6 +110,7 @@ Json mitigation_to_json(const Mitigation& mitigation) {
               {"target_ms", number(mitigation.target_ms)},
               {"reference_ms", number(mitigation.reference_ms)},
               {"tried", mitigation.tried},
+              {"selective_note", mitigation.selective_note},
               {"message", mitigation.message}};
 }
 
@@ -167,7 +168,7 @@ Mitigation mitigation_from_json(const Json& json) {
   if (json.is_object() && !json.contains("choices") && json.contains("fallbacks")) {
     return legacy_mitigation_from_json(json);
   }
-  require_members(json, "mitigation", {"choices", "target_ms", "reference_ms", "tried", "message"});
+  require_members(json, "mitigation", {"choices", "target_ms", "reference_ms", "tried", "selective_note", "message"});
   Mitigation mitigation;
   const Json& choices = field(json, "choices");
   if (!choices.is_array()) {
@@ -199,6 +200,7 @@ Mitigation mitigation_from_json(const Json& json) {
   mitigation.target_ms = to_number(field(json, "target_ms"), "target_ms");
   mitigation.reference_ms = to_number(field(json, "reference_ms"), "reference_ms");
   mitigation.tried = count(json, "tried");
+  mitigation.selective_note = text(json, "selective_note");
   mitigation.message = text(json, "message");
   return mitigation;
 }

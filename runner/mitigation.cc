@@ -9,6 +9,8 @@
 #include <set>
 #include <utility>
 
+#include "core/error.h"
+
 namespace driftgate {
 namespace {
 
@@ -382,8 +384,8 @@ bool task_choice_listed(const Mitigation& mitigation) {
   });
 }
 
-std::string describe(const Mitigation& mitigation, const std::string& target, bool task_failed, int runs,
-                     const std::string& note) {
+std::string describe(const Mitigation& mitigation, const std::string& target, bool task_failed, int runs) {
+  const std::string& note = mitigation.selective_note;
   char counts[96];
   std::snprintf(counts, sizeof counts, "tried %lld variant%s in %d run%s", static_cast<long long>(mitigation.tried),
                 mitigation.tried == 1 ? "" : "s", runs, runs == 1 ? "" : "s");
@@ -427,11 +429,10 @@ class TargetSearch {
 
   Mitigation search() {
     rank_fallback_sets();
-    std::string note;
     if (selective_applies()) {
-      note = search_layers_selectively();
+      mitigation_.selective_note = search_layers_selectively();
     }
-    mitigation_.message = describe(mitigation_, target_.name, task_failed_, runs_, note);
+    mitigation_.message = describe(mitigation_, target_.name, task_failed_, runs_);
     return mitigation_;
   }
 
@@ -512,9 +513,16 @@ class TargetSearch {
     }
   }
 
-  // The selective search; returns a note where it found nothing.
+  // The selective search; returns a note where it found nothing. A variant the runner
+  // refuses (an Error: the variants are driftgate's, not the user's config) ends it, and
+  // the choices found so far stand.
   std::string search_layers_selectively() {
-    const std::vector<std::string> layers = options_.list_layers(experiment_, target_);
+    std::vector<std::string> layers;
+    try {
+      layers = options_.list_layers(experiment_, target_);
+    } catch (const Error& e) {
+      return std::string("cannot list the submodules: ") + e.what();
+    }
     int64_t counter = 0;
     const LayerBatch batch = [&](const std::vector<std::vector<std::string>>& sets) {
       std::vector<BackendSpec> specs;
@@ -540,7 +548,12 @@ class TargetSearch {
       return tries;
     };
     LayerSearch search(layers, batch, std::max(options_.max_runs - runs_, 0));
-    const LayerSearchResult result = search.run(seed_modules(failing_, layers));
+    LayerSearchResult result;
+    try {
+      result = search.run(seed_modules(failing_, layers));
+    } catch (const Error& e) {
+      return std::string("the layer search stopped: ") + e.what();
+    }
     if (!result.found) {
       return result.note;
     }
@@ -705,6 +718,9 @@ std::vector<std::string> mitigation_lines(const Mitigation& mitigation, const st
   for (const MitigationChoice& choice : mitigation.choices) {
     lines.push_back(choice_label(choice, tier1_also_task) + ": " +
                     describe_choice(choice, mitigation.target_ms, mitigation.reference_ms));
+  }
+  if (!mitigation.selective_note.empty()) {
+    lines.push_back("selective: " + mitigation.selective_note);
   }
   return lines;
 }

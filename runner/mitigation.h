@@ -94,8 +94,9 @@ std::optional<std::vector<std::string>> search_layers(
 
 // The terminal's lines for one target's mitigation: a head line (target and reference
 // latency, variants tried), then one line per choice with its latency against both,
-// "(= reference)" where the choice is the reference again. The head line alone, saying
-// so, when nothing restored agreement. `task_failed`: a task check of the target failed, so
+// "(= reference)" where the choice is the reference again, then why the selective search
+// found no set where it did not. The head line alone, saying so, when nothing restored
+// agreement. `task_failed`: a task check of the target failed, so
 // a tier-1 choice with no task choice listed apart is also the task's cheapest.
 std::vector<std::string> mitigation_lines(const Mitigation& mitigation, const std::string& target,
                                           bool task_failed = false);

@@ -82,6 +82,7 @@ Mitigation two_choices() {
   mitigation.target_ms = 4.0;
   mitigation.reference_ms = 6.0;
   mitigation.tried = 12;
+  mitigation.selective_note = "a note";
   mitigation.message = "m";
   return mitigation;
 }
@@ -99,7 +100,7 @@ TEST(MitigationRecord, WritesEveryChoiceWithItsLatencyInTheDocumentedOrder) {
             "{\"restores\":\"tier3\",\"fallbacks\":[],\"float32_modules\":[\"features.7\",\"classifier.3\"],"
             "\"backend\":\"cpu_bf16+fp32_modules_3\",\"latency_ms\":5.0,\"latency_iqr_ms\":0.5,"
             "\"reference_equivalent\":false}],"
-            "\"target_ms\":4.0,\"reference_ms\":6.0,\"tried\":12,\"message\":\"m\"}");
+            "\"target_ms\":4.0,\"reference_ms\":6.0,\"tried\":12,\"selective_note\":\"a note\",\"message\":\"m\"}");
 }
 
 TEST(MitigationRecord, RoundTripIsByteIdentical) {
@@ -113,6 +114,7 @@ TEST(MitigationRecord, RoundTripIsByteIdentical) {
   EXPECT_TRUE(std::isnan(mitigation.choices[1].latency_iqr_ms));
   EXPECT_EQ(mitigation.choices[2].float32_modules, (std::vector<std::string>{"features.7", "classifier.3"}));
   EXPECT_EQ(mitigation.reference_ms, 6.0);
+  EXPECT_EQ(mitigation.selective_note, "a note");
 }
 
 TEST(MitigationRecord, TheFlatShapeOfOlderRecordsReadsAsOneChoice) {
@@ -144,7 +146,7 @@ TEST(MitigationRecord, TheReaderRefusesWhatItCannotVouchFor) {
   const std::string choice =
       "{\"restores\":\"tier1\",\"fallbacks\":[\"fp32\"],\"float32_modules\":[],\"backend\":\"b\",\"latency_ms\":1,"
       "\"latency_iqr_ms\":0,\"reference_equivalent\":true}";
-  const std::string tail = ",\"target_ms\":1,\"reference_ms\":2,\"tried\":1,\"message\":\"m\"}";
+  const std::string tail = ",\"target_ms\":1,\"reference_ms\":2,\"tried\":1,\"selective_note\":\"\",\"message\":\"m\"}";
   EXPECT_EQ(parse_error(with_member("{\"choices\":[" + choice + "]" + tail)), "(no error)");
   EXPECT_EQ(
       parse_error(with_member("{\"choices\":[" + choice + "]" + tail.substr(0, tail.size() - 1) + ",\"extra\":1}")),
@@ -165,10 +167,13 @@ TEST(MitigationRecord, TheReaderRefusesWhatItCannotVouchFor) {
   EXPECT_EQ(parse_error(with_member("{\"choices\":[" + bad + "]" + tail)),
             "run.jsonl:2: mitigation choice 1: missing field 'float32_modules'");
   EXPECT_EQ(parse_error(with_member("{\"choices\":[]" + tail.substr(0, tail.find(",\"tried\"")) +
-                                    ",\"tried\":-1,\"message\":\"m\"}")),
+                                    ",\"tried\":-1,\"selective_note\":\"\",\"message\":\"m\"}")),
             "run.jsonl:2: field 'tried' must be an integer of at least 0");
   EXPECT_EQ(parse_error(with_member("{\"choices\":[],\"target_ms\":1,\"tried\":0,\"message\":\"m\"}")),
             "run.jsonl:2: missing field 'reference_ms'");
+  EXPECT_EQ(parse_error(with_member("{\"choices\":[],\"target_ms\":1,\"reference_ms\":2,\"tried\":0,"
+                                    "\"message\":\"m\"}")),
+            "run.jsonl:2: missing field 'selective_note'");
   // The flat shape is as strict.
   EXPECT_EQ(parse_error(with_member("{\"fallbacks\":[\"fp32\"],\"restores\":\"tier1\",\"backend\":\"b\","
                                     "\"latency_ms\":1,\"target_ms\":1,\"tried\":1,\"message\":\"m\",\"x\":0}")),

@@ -727,7 +727,7 @@ std::vector<CheckRecord> varied_checks(uint32_t seed, size_t count) {
   CheckRecord mitigated = plain_check("mitigated", CheckStatus::k_fail_numeric, 0.1);
   MitigationChoice selective{"tier3", {},   {"features.7.block.0.2", "classifier.3"}, "cpu_bf16+fp32_modules_4", 1.5,
                              0.25,    false};
-  mitigated.mitigation = Mitigation{{selective}, 1.0, 2.0, 2, "2 submodules in float32 restore"};
+  mitigated.mitigation = Mitigation{{selective}, 1.0, 2.0, 2, "", "2 submodules in float32 restore"};
   checks.push_back(mitigated);
   return checks;
 }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace driftgate {
 namespace {
 
@@ -392,6 +394,35 @@ TEST(Mitigation, NoSelectiveChoiceWhenAllLayersInFloat32DoNotRestore) {
   EXPECT_EQ(mitigation.message,
             "no fallback set or float32 submodule set restores agreement for cpu_bf16; tried 4 variants in 2 runs; "
             "all 9 submodules in float32 do not restore agreement");
+  EXPECT_EQ(mitigation.selective_note, "all 9 submodules in float32 do not restore agreement");
+}
+
+TEST(Mitigation, AVariantTheRunnerRefusesEndsTheLayerSearchNotTheRun) {
+  const BackendSpec target = spec("cpu_bf16", DType::k_bfloat16);
+  const Experiment experiment = experiment_with(target, false);
+  std::vector<CheckRecord> records = failing_records("cpu_bf16", false);
+  FakeRunner fake;
+  fake.behave = [](const BackendSpec& variant) {
+    if (!variant.float32_modules.empty()) {
+      throw Error("backend 'cpu_bf16+fp32_modules_1': float32_modules: the model has no module 'layer.0'");
+    }
+    return Behaviour{variant.name == "cpu_bf16+fp32+onednn_off", false, 6.0};
+  };
+  MitigationOptions options;
+  options.list_layers = [](const Experiment&, const BackendSpec&) { return layer_names(3); };
+  const Mitigation mitigation = mitigate(experiment, records, fake, options);
+  ASSERT_EQ(mitigation.choices.size(), 1U);
+  EXPECT_EQ(mitigation.choices[0].backend, "cpu_bf16+fp32+onednn_off");
+  EXPECT_EQ(mitigation.selective_note,
+            "the layer search stopped: backend 'cpu_bf16+fp32_modules_1': float32_modules: the model has no module "
+            "'layer.0'");
+  // A lister that cannot load the model: no selective search, said so.
+  options.list_layers = [](const Experiment&, const BackendSpec&) -> std::vector<std::string> {
+    throw Error("model file 'm.pt' is no TorchScript archive");
+  };
+  std::vector<CheckRecord> again = failing_records("cpu_bf16", false);
+  EXPECT_EQ(mitigate(experiment, again, fake, options).selective_note,
+            "cannot list the submodules: model file 'm.pt' is no TorchScript archive");
 }
 
 TEST(Mitigation, NoSelectiveSearchForAutocastOrFloat32Targets) {
@@ -541,6 +572,11 @@ TEST(Mitigation, TerminalLinesShowEveryChoiceAgainstTargetAndReference) {
                 "task agreement: onednn_off + contiguous: 3 ms (x0.75 target, x0.30 reference)",
                 "selective, task agreement: 7 submodules in float32 (m.0, m.1, m.2, m.3, m.4, m.5, ... 1 more): 5 ms "
                 "(x1.25 target, x0.50 reference; keeps 80% of the target's speed)"}));
+  // Why the selective search found nothing, after the choices.
+  Mitigation noted = mitigation;
+  noted.choices.resize(1);
+  noted.selective_note = "all 9 submodules in float32 do not restore agreement";
+  EXPECT_EQ(mitigation_lines(noted, "t").back(), "selective: all 9 submodules in float32 do not restore agreement");
   // With a failing task check and no task choice apart, the tier-1 choice is the task's too.
   Mitigation tier1_only = mitigation;
   tier1_only.choices.resize(1);
