@@ -11,7 +11,9 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/run_digest.h"
 #include "core/sweep.h"
+#include "differ/latency.h"
 
 namespace driftgate {
 
@@ -54,6 +56,7 @@ class EnvBuilder {
     }
     m_series.points.push_back(std::move(trend_point));
     set_sweep(run);
+    add_latency(point, run);
   }
 
   EnvSeries finish() {
@@ -80,6 +83,17 @@ class EnvBuilder {
     for (auto& [backend, values] : m_thresholds) {
       m_series.sweep.push_back(make_sweep_curve(backend, std::move(values), m_sweep_points, low, high));
     }
+    for (auto& [key, series] : m_latency) {
+      series.median_ms.resize(points, k_nan);
+      series.iqr_ms.resize(points, k_nan);
+      m_series.latency.push_back(std::move(series));
+    }
+    std::sort(m_series.latency.begin(), m_series.latency.end(), [](const LatencySeries& a, const LatencySeries& b) {
+      const bool a_target = !a.reference;
+      const bool b_target = !b.reference;
+      return std::tie(a.experiment, a.input, a_target, a.backend) <
+             std::tie(b.experiment, b.input, b_target, b.backend);
+    });
     return std::move(m_series);
   }
 
@@ -122,8 +136,33 @@ class EnvBuilder {
     }
   }
 
+  // Each backend's latency per input in `run` (latency_rows reads the check lines' timings):
+  // a series is made for a row with a time only, so runs recorded before timings add nothing.
+  void add_latency(size_t point, const RunFile& run) {
+    for (const LatencyRow& row : latency_rows(digest_view(run))) {
+      auto key = std::make_tuple(row.experiment, row.input, row.backend);
+      auto it = m_latency.find(key);
+      if (it == m_latency.end()) {
+        if (std::isnan(row.median_ms)) {
+          continue;
+        }
+        it = m_latency.emplace(std::move(key), LatencySeries{row.experiment, row.input, row.backend}).first;
+      }
+      LatencySeries& series = it->second;
+      if (series.median_ms.size() > point) {
+        continue;  // a backend listed twice in one experiment: its first row counts
+      }
+      series.reference = row.reference;
+      series.median_ms.resize(point, k_nan);
+      series.iqr_ms.resize(point, k_nan);
+      series.median_ms.push_back(row.median_ms);
+      series.iqr_ms.push_back(std::isnan(row.median_ms) ? k_nan : row.iqr_ms);
+    }
+  }
+
   size_t m_sweep_points;
   EnvSeries m_series;
+  std::map<std::tuple<std::string, std::string, std::string>, LatencySeries> m_latency;
   std::map<std::string, CheckSeries> m_checks;
   std::map<std::string, std::vector<BackendRate>> m_backend_rates;
   std::map<std::string, std::vector<double>> m_thresholds;  // of the newest baseline, by target

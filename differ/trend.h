@@ -7,7 +7,8 @@
 // (the sweep, computed offline from each check's recorded min_atol). build_trend
 // gathers all of it from a BaselineStore along a list of commits; the renderers
 // (trend_html.h, trend_markdown.h) only format it. Memory grows with
-// commits x checks (one double per check per baseline), reading one baseline at a time.
+// commits x checks (one double per check per baseline), reading one baseline at a time;
+// the latency series add two doubles per (experiment, input, backend) per baseline.
 #pragma once
 
 #include <cstddef>
@@ -109,6 +110,18 @@ struct LayerProfile {
   std::string first_divergent;     // the first layer over its threshold; "" when none is
 };
 
+// One backend's steady-state latency on one input over the baselines of its environment
+// (differ/latency.h's rows, one per baseline): information for the trend page, never gated,
+// and only comparable within one environment (its key includes the CPU and the threads).
+struct LatencySeries {
+  std::string experiment;
+  std::string input;
+  std::string backend;
+  bool reference = false;              // the experiment's reference (in the newest baseline that lists it)
+  std::vector<double> median_ms = {};  // by EnvSeries::points index; NaN where absent or nothing ran
+  std::vector<double> iqr_ms = {};     // likewise; NaN also where a record has no range (older records)
+};
+
 // Everything about one environment key along the branch.
 struct EnvSeries {
   std::string env_key;
@@ -121,6 +134,9 @@ struct EnvSeries {
   // are counted here and kept out of the sweep curves.
   std::vector<std::pair<std::string, BackendRate>> task_rates;
   double configured_atol = 0.0;  // the most common check atol in the newest baseline
+  // Per (experiment, input, backend) with a time in at least one baseline: sorted by
+  // experiment, then input, the reference first, then the targets by name.
+  std::vector<LatencySeries> latency = {};
 };
 
 struct TrendData {

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "differ/html_escape.h"
+#include "differ/latency.h"
 #include "differ/svg_chart.h"
 #include "differ/trend_html_sections.h"
 
@@ -275,6 +277,133 @@ std::string sweep_chart(const EnvSeries& env, const TrendData& trend) {
   return render_svg(chart);
 }
 
+// "4.21", "41.4", "412"; "-" for NaN (the precision of `run`'s latency table).
+std::string ms_text(double value) {
+  if (std::isnan(value)) {
+    return "-";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, value >= 100.0 ? "%.0f" : value >= 10.0 ? "%.1f" : "%.2f", value);
+  return text;
+}
+
+// "cpu_bf16 · img0": the name of one latency line.
+std::string latency_name(const LatencySeries& series) { return series.backend + " \u00b7 " + series.input; }
+
+// One chart per experiment of `env`: a line per (backend, input), the median ms over commits,
+// on a log scale when the medians drawn span more than a decade.
+std::string latency_charts(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
+  std::string html;
+  for (size_t first = 0; first < env.latency.size();) {
+    const std::string& experiment = env.latency[first].experiment;
+    size_t end = first;
+    while (end < env.latency.size() && env.latency[end].experiment == experiment) {
+      ++end;
+    }
+    LineChart chart = time_chart(trend, "Latency per backend: " + experiment + " (environment " + env.env_key + ")",
+                                 "median ms per forward");
+    double low = INFINITY;
+    double high = 0.0;
+    for (size_t i = first; i < end && chart.series.size() < options.max_latency_lines; ++i) {
+      const LatencySeries& latency = env.latency[i];
+      ChartSeries series;
+      series.name = latency_name(latency) + (latency.reference ? " (reference)" : "");
+      series.color = series_color(chart.series.size());
+      series.dashed = latency.reference;
+      for (size_t p = 0; p < env.points.size() && p < latency.median_ms.size(); ++p) {
+        size_t commit = env.points[p].commit;
+        double median = latency.median_ms[p];
+        double iqr = p < latency.iqr_ms.size() ? latency.iqr_ms[p] : std::nan("");
+        ChartPoint point{static_cast<double>(commit), median > 0.0 ? median : std::nan(""), ""};
+        if (median > 0.0) {
+          low = std::min(low, median);
+          high = std::max(high, median);
+          point.title = commit_hover_text(trend.commits[commit]) + "\n" + series.name + ": median " + ms_text(median) +
+                        " ms, IQR " + (std::isnan(iqr) ? std::string("n/a") : ms_text(iqr) + " ms");
+        }
+        series.points.push_back(std::move(point));
+      }
+      chart.series.push_back(std::move(series));
+    }
+    chart.log_y = high > 10.0 * low;
+    if (chart.log_y) {
+      chart.y_label = "median ms per forward (log scale)";
+    }
+    html += render_svg(chart);
+    if (end - first > chart.series.size()) {
+      html += "<p class=\"note\">" + std::to_string(end - first - chart.series.size()) +
+              " more (backend, input) lines of <code>" + html_escape(experiment) + "</code> not drawn.</p>\n";
+    }
+    first = end;
+  }
+  return html;
+}
+
+// The newest baseline's medians of `env`, with each target's ratio to the reference on the same input.
+std::string latency_table(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
+  if (env.points.empty()) {
+    return "";
+  }
+  size_t newest = env.points.size() - 1;
+  auto at = [&](const std::vector<double>& values) { return newest < values.size() ? values[newest] : std::nan(""); };
+  std::string html = "<p class=\"note\">Newest baseline of this environment, <code>" +
+                     html_escape(short_sha(trend.commits[env.points[newest].commit].sha)) +
+                     "</code>:</p>\n<table><tr><th>experiment</th><th>input</th><th>backend</th><th>median ms</th>"
+                     "<th>IQR ms</th><th>vs reference</th></tr>\n";
+  double reference_ms = std::nan("");
+  const LatencySeries* previous = nullptr;
+  size_t rows = 0;
+  for (const LatencySeries& latency : env.latency) {
+    // The reference comes first among its input's series; an input whose reference never ran has none.
+    if (previous == nullptr || previous->experiment != latency.experiment || previous->input != latency.input) {
+      reference_ms = std::nan("");
+    }
+    previous = &latency;
+    if (latency.reference) {
+      reference_ms = at(latency.median_ms);
+    }
+    if (rows++ == options.max_latency_rows) {
+      html += "<tr><td colspan=\"6\">... and " + std::to_string(env.latency.size() - options.max_latency_rows) +
+              " more rows</td></tr>\n";
+      break;
+    }
+    LatencyRow row{latency.experiment,    latency.input,      latency.backend, latency.reference,
+                   at(latency.median_ms), at(latency.iqr_ms), reference_ms};
+    html += "<tr><td><code>" + html_escape(latency.experiment) + "</code></td><td><code>" + html_escape(latency.input) +
+            "</code></td><td><code>" + html_escape(latency.backend) + "</code>" +
+            (latency.reference ? " (reference)" : "") + "</td><td class=\"num\">" + ms_text(row.median_ms) +
+            "</td><td class=\"num\">" + ms_text(row.iqr_ms) + "</td><td class=\"num\">" + latency_ratio(row) +
+            "</td></tr>\n";
+  }
+  return html + "</table>\n";
+}
+
+std::string latency_section(const TrendData& trend, const TrendHtmlOptions& options) {
+  std::string html =
+      "<h2 id=\"latency\">Latency per backend</h2>\n<p class=\"note\">Median milliseconds of one forward per "
+      "backend and input, over commits: each baseline's steady-state latency (the median and interquartile range "
+      "of the timed forwards after warm-up, as <code>run</code> recorded them; hover a point for its IQR and "
+      "commit). Latency is information, never gated. It depends on the machine: lines are drawn per environment "
+      "only (its key includes the CPU's instruction set and the thread count, not the CPU model or the load, so "
+      "compare points with care). Dashed: the reference. Gaps: the backend did not run there, or the baseline "
+      "has no timings.</p>\n";
+  bool any = false;
+  for (const auto& env : trend.envs) {
+    if (env.latency.empty()) {
+      continue;
+    }
+    any = true;
+    html += latency_charts(trend, env, options);
+    html += latency_table(trend, env, options);
+  }
+  if (!any) {
+    html +=
+        "<p class=\"note\">No baseline on these commits carries latency (run files from before timings, or "
+        "nothing ran).</p>\n";
+  }
+  return html;
+}
+
 }  // namespace
 
 std::string commit_hover_text(const CommitDetails& commit) {
@@ -293,7 +422,7 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
   html << "<p class=\"note\"><a href=\"#pass-rate\">pass rate</a> &#183; <a href=\"#environment-changes\">"
           "environment changes</a> &#183; <a href=\"#steps\">step changes</a> &#183; <a href=\"#max-error\">max "
           "error</a> &#183; <a href=\"#relative-error\">relative error</a> &#183; <a href=\"#sweep\">tolerance "
-          "sweep</a> &#183; <a href=\"#layers\">per-layer error</a> "
+          "sweep</a> &#183; <a href=\"#latency\">latency</a> &#183; <a href=\"#layers\">per-layer error</a> "
           "&#183; <a href=\"#commits\">commits</a></p>\n";
   html << environments_section(trend);
   html << "<h2 id=\"pass-rate\">Pass rate</h2>\n" << pass_rate_chart(trend);
@@ -331,6 +460,7 @@ std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& op
       html << "</p>\n";
     }
   }
+  html << latency_section(trend, options);
   html << layers_section(trend);
   html << commits_section(trend);
   html << "</body></html>\n";

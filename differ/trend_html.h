@@ -12,8 +12,10 @@
 namespace driftgate {
 
 struct TrendHtmlOptions {
-  size_t max_check_lines = 8;  // individual checks drawn per error chart (stepped ones first)
-  size_t max_step_rows = 200;  // rows of the step-change table; the rest are counted
+  size_t max_check_lines = 8;     // individual checks drawn per error chart (stepped ones first)
+  size_t max_step_rows = 200;     // rows of the step-change table; the rest are counted
+  size_t max_latency_lines = 8;   // (backend, input) lines per latency chart; the rest are counted
+  size_t max_latency_rows = 200;  // rows of each environment's newest-latency table; the rest are counted
 };
 
 std::string render_trend_html(const TrendData& trend, const TrendHtmlOptions& options);

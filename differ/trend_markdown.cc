@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "differ/html_escape.h"
+#include "differ/latency.h"
 #include "differ/svg_chart.h"
 
 namespace driftgate {
@@ -158,6 +159,69 @@ void chart(std::ostringstream& md, const EnvSeries& env, size_t max_points) {
   md << "]\n```\n";
 }
 
+std::string ms_text(double value) {
+  if (std::isnan(value)) {
+    return "-";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, value >= 100.0 ? "%.0f" : value >= 10.0 ? "%.1f" : "%.2f", value);
+  return text;
+}
+
+// The newest baseline's latency per (experiment, input, backend) of `env`, with the ratio to
+// the reference and, where the series has an older point, the change against its oldest one.
+void latency_table(std::ostringstream& md, const TrendData& trend, const EnvSeries& env,
+                   const TrendMarkdownOptions& options) {
+  if (env.latency.empty() || env.points.empty()) {
+    return;
+  }
+  size_t newest = env.points.size() - 1;
+  md << "\n**Latency per backend**, environment `" << env.env_key.substr(0, 8) << "` at `"
+     << short_sha(trend.commits[env.points[newest].commit].sha)
+     << "`: median and IQR (ms) of the timed forwards after warm-up; information, never gated, and "
+        "only comparable within one environment\n\n"
+     << "| experiment | input | backend | median | IQR | vs reference | oldest | change |\n"
+     << "|---|---|---|---:|---:|---:|---|---:|\n";
+  double reference_ms = std::nan("");
+  const LatencySeries* previous = nullptr;
+  size_t rows = 0;
+  for (const LatencySeries& latency : env.latency) {
+    if (previous == nullptr || previous->experiment != latency.experiment || previous->input != latency.input) {
+      reference_ms = std::nan("");
+    }
+    previous = &latency;
+    double median = newest < latency.median_ms.size() ? latency.median_ms[newest] : std::nan("");
+    double iqr = newest < latency.iqr_ms.size() ? latency.iqr_ms[newest] : std::nan("");
+    if (latency.reference) {
+      reference_ms = median;
+    }
+    if (rows++ == options.max_latency_rows) {
+      md << "\n" << env.latency.size() - options.max_latency_rows << " more rows not shown.\n";
+      break;
+    }
+    LatencyRow row{latency.experiment, latency.input, latency.backend, latency.reference, median, iqr, reference_ms};
+    // The series' oldest point with a time, when it is older than the newest baseline.
+    std::string oldest = "";
+    std::string change = "";
+    for (size_t p = 0; p < newest && p < latency.median_ms.size(); ++p) {
+      double before = latency.median_ms[p];
+      if (std::isnan(before)) {
+        continue;
+      }
+      oldest = ms_text(before) + " (`" + short_sha(trend.commits[env.points[p].commit].sha) + "`)";
+      if (!std::isnan(median) && before > 0.0) {
+        char percent[32];
+        std::snprintf(percent, sizeof percent, "%+.0f%%", 100.0 * (median / before - 1.0));
+        change = percent;
+      }
+      break;
+    }
+    md << "| " << markdown_cell_escape(latency.experiment) << " | " << markdown_cell_escape(latency.input) << " | "
+       << markdown_cell_escape(latency.backend) << (latency.reference ? " (reference)" : "") << " | " << ms_text(median)
+       << " | " << ms_text(iqr) << " | " << latency_ratio(row) << " | " << oldest << " | " << change << " |\n";
+  }
+}
+
 }  // namespace
 
 std::string render_trend_markdown(const TrendData& trend, const TrendMarkdownOptions& options) {
@@ -170,6 +234,9 @@ std::string render_trend_markdown(const TrendData& trend, const TrendMarkdownOpt
   changes(md, trend, options);
   for (const auto& env : trend.envs) {
     chart(md, env, options.max_chart_points);
+  }
+  for (const auto& env : trend.envs) {
+    latency_table(md, trend, env, options);
   }
   return md.str();
 }

@@ -141,6 +141,75 @@ TEST(TrendHtmlTest, DrawsPerLayerCurvesWhenProfilesExist) {
   EXPECT_NE(html.find(">conv1</text>"), std::string::npos);
 }
 
+// sample_trend() with latency: experiment m on input <in> (markup that must come out as
+// text), reference cpu_fp32 2.0, 2.1, 2.2 ms and frozen 1.0, nothing at commit 1, 1.3 ms;
+// experiment n: frozen alone, 100 ms at commit 2.
+TrendData latency_trend() {
+  const double nan = std::nan("");
+  TrendData trend = sample_trend();
+  trend.envs[0].latency = {{"m", "<in>", "cpu_fp32", true, {2.0, 2.1, 2.2}, {0.1, 0.2, 0.3}},
+                           {"m", "<in>", "frozen", false, {1.0, nan, 1.3}, {nan, nan, 0.05}},
+                           {"n", "x", "frozen", false, {nan, nan, 100.0}, {nan, nan, 4.0}}};
+  return trend;
+}
+
+TEST(TrendHtmlTest, DrawsOneLatencyChartPerExperimentWithTheMediansOverCommits) {
+  std::string html = render_trend_html(latency_trend(), TrendHtmlOptions{});
+  EXPECT_EQ(count(html, "<svg"), 6u);  // sample_trend's 4, and one latency chart per experiment
+  size_t chart = html.find("Latency per backend: m (environment 0123456789abcdef)</text>");
+  ASSERT_NE(chart, std::string::npos);
+  size_t svg_at = html.rfind("<svg", chart);
+  std::string svg = html.substr(svg_at, html.find("</svg>", chart) - svg_at);
+  EXPECT_NE(svg.find(">median ms per forward</text>"), std::string::npos) << "1.0 to 2.2 ms: a linear axis\n" << svg;
+  EXPECT_EQ(svg.find("log scale"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("<title>ccccccc fix &lt;script&gt;alert(1)&lt;/script&gt; | pipe\n2026-01-01 02:00 +0000, dev\n"
+                     "frozen \u00b7 &lt;in&gt;: median 1.30 ms, IQR 0.05 ms</title>"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("frozen \u00b7 &lt;in&gt;: median 1.00 ms, IQR n/a</title>"), std::string::npos) << svg;
+  EXPECT_EQ(count(svg, "frozen \u00b7 &lt;in&gt;: median"), 2u) << "no point where nothing ran";
+  EXPECT_NE(svg.find("cpu_fp32 \u00b7 &lt;in&gt; (reference): median 2.10 ms, IQR 0.20 ms"), std::string::npos);
+  EXPECT_EQ(svg.find("\u00b7 x"), std::string::npos) << "experiment n has its own chart";
+  EXPECT_EQ(html.find("<in>"), std::string::npos);
+  EXPECT_NE(html.find("Latency per backend: n (environment 0123456789abcdef)</text>"), std::string::npos);
+  // The newest baseline's table: medians, ranges and the ratio to the reference on the same input;
+  // input x has no reference time, so no ratio.
+  EXPECT_NE(html.find("<td><code>&lt;in&gt;</code></td><td><code>frozen</code></td><td class=\"num\">1.30</td><td "
+                      "class=\"num\">0.05</td><td class=\"num\">x0.59</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td><code>x</code></td><td><code>frozen</code></td><td class=\"num\">100</td><td "
+                      "class=\"num\">4.00</td><td class=\"num\"></td></tr>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<code>cpu_fp32</code> (reference)</td><td class=\"num\">2.20</td>"), std::string::npos);
+}
+
+TEST(TrendHtmlTest, LatencyOverADecadeIsOnALogScaleAndLinesBeyondTheLimitAreCounted) {
+  TrendData trend = latency_trend();
+  trend.envs[0].latency[0].median_ms[0] = 0.2;  // the reference from 0.2 to 2.2 ms: more than a decade
+  TrendHtmlOptions options;
+  options.max_latency_lines = 1;
+  std::string html = render_trend_html(trend, options);
+  size_t chart = html.find("Latency per backend: m (environment");
+  ASSERT_NE(chart, std::string::npos);
+  size_t svg_at = html.rfind("<svg", chart);
+  std::string svg = html.substr(svg_at, html.find("</svg>", chart) - svg_at);
+  EXPECT_NE(svg.find(">median ms per forward (log scale)</text>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("frozen \u00b7"), std::string::npos) << "one line: the reference";
+  EXPECT_NE(html.find("1 more (backend, input) lines of <code>m</code> not drawn."), std::string::npos);
+}
+
+TEST(TrendMarkdownTest, LatencyTableOfTheNewestBaselineWithTheChangeSinceTheOldest) {
+  std::string md = render_trend_markdown(latency_trend(), TrendMarkdownOptions{});
+  EXPECT_NE(md.find("**Latency per backend**, environment `01234567` at `ccccccc`"), std::string::npos) << md;
+  EXPECT_NE(md.find("| m | &lt;in&gt; | cpu_fp32 (reference) | 2.20 | 0.30 |  | 2.00 (`aaaaaaa`) | +10% |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| m | &lt;in&gt; | frozen | 1.30 | 0.05 | x0.59 | 1.00 (`aaaaaaa`) | +30% |\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| n | x | frozen | 100 | 4.00 |  |  |  |\n"), std::string::npos) << md;
+  EXPECT_EQ(render_trend_markdown(sample_trend(), TrendMarkdownOptions{}).find("Latency"), std::string::npos);
+}
+
 TEST(TrendMarkdownTest, TableStepsAndMermaidChart) {
   std::string md = render_trend_markdown(sample_trend(), TrendMarkdownOptions{});
   EXPECT_NE(md.find("| 3 | `ccccccc` | fix &lt;script&gt;alert(1)&lt;/script&gt; &#124; pipe |"), std::string::npos)

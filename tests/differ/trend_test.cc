@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -428,6 +429,162 @@ TEST(SweepCurveTest, NoPositiveThresholdUsesADefaultRange) {
   EXPECT_NEAR(curve.atol.front(), 1e-8, 1e-20);
   EXPECT_NEAR(curve.atol.back(), 1e-1, 1e-13);
   EXPECT_DOUBLE_EQ(curve.pass_rate.front(), 1.0);
+}
+
+// A check of `target` against cpu_fp32 on `input` that recorded these latencies (ms).
+CheckRecord timed_check(const std::string& input, const std::string& target, double reference_ms, double target_ms,
+                        double reference_iqr_ms, double target_iqr_ms, const std::string& output = "out") {
+  CheckRecord check = make_check(input, CheckStatus::k_pass, 1e-6);
+  check.target = target;
+  check.output = output;
+  check.id = make_check_id(check.experiment, check.input, check.reference, check.target, check.output);
+  check.reference_ms = reference_ms;
+  check.target_ms = target_ms;
+  check.reference_iqr_ms = reference_iqr_ms;
+  check.target_iqr_ms = target_iqr_ms;
+  return check;
+}
+
+bool same_values(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(want[i]) || (!std::isnan(want[i]) && got[i] != want[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string values_text(const std::vector<double>& values) {
+  std::string text;
+  for (double value : values) {
+    text += (text.empty() ? "" : ", ") + std::to_string(value);
+  }
+  return "{" + text + "}";
+}
+
+// Three baselines of experiment exp (reference cpu_fp32, targets bf16 and onednn_off):
+//   commit 0, an old record without ranges: in0 reference 20, bf16 10 (on two outputs), onednn_off 40;
+//   commit 1: in0 reference 21 (IQR 1), bf16 12 (0.75), onednn_off 41 (2);
+//   commit 2: in0 reference 22 (1.5), bf16 ran nothing (0), onednn_off 44 (2.5); input in1 appears:
+//             reference 4 (0.5), onednn_off 50 (5), bf16 has no check there.
+class TrendLatencyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<std::vector<CheckRecord>> runs = {
+        {timed_check("in0", "bf16", 20, 10, nan, nan), timed_check("in0", "bf16", 20, 10, nan, nan, "out2"),
+         timed_check("in0", "onednn_off", 20, 40, nan, nan)},
+        {timed_check("in0", "bf16", 21, 12, 1.0, 0.75), timed_check("in0", "bf16", 21, 12, 1.0, 0.75, "out2"),
+         timed_check("in0", "onednn_off", 21, 41, 1.0, 2.0)},
+        {timed_check("in0", "bf16", 22, 0, 1.5, nan), timed_check("in0", "onednn_off", 22, 44, 1.5, 2.5),
+         timed_check("in1", "onednn_off", 4, 50, 0.5, 5.0)},
+    };
+    for (size_t c = 0; c < runs.size(); ++c) {
+      RunFile run = make_run(fake_sha(c), make_environment(), runs[c]);
+      run.header.experiments[0].targets = {"bf16", "onednn_off"};
+      run.summary = summarize(run.header, run.checks);
+      m_store.save(run);
+    }
+    // Commit 0 as a record written before the ranges were measured: no *_iqr members at all.
+    std::string path = m_store.path_of(make_environment().key(), fake_sha(0));
+    std::string text = test::shell("cat '" + path + "'");
+    size_t removed = 0;
+    for (size_t at = text.find(",\"reference_iqr\":"); at != std::string::npos;
+         at = text.find(",\"reference_iqr\":", at)) {
+      text.erase(at, text.find('}', at) - at);
+      ++removed;
+    }
+    ASSERT_EQ(removed, 3u) << text;
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text << "\n";
+  }
+
+  TempDir m_dir;
+  DirectoryStore m_store{m_dir.path()};
+};
+
+TEST_F(TrendLatencyTest, SeriesCarryEachBaselinesMediansAndRanges) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  TrendData trend = build_trend("main", fake_commits(3), m_store, TrendOptions{});
+  ASSERT_EQ(trend.baselines, 3u);
+  ASSERT_EQ(trend.envs.size(), 1u);
+  const std::vector<LatencySeries>& latency = trend.envs[0].latency;
+  // By experiment, input, the reference first, then the targets by name; bf16 never ran on in1: no series.
+  std::vector<std::string> order;
+  for (const auto& series : latency) {
+    order.push_back(series.input + " " + series.backend + (series.reference ? " ref" : ""));
+  }
+  ASSERT_EQ(order, (std::vector<std::string>{"in0 cpu_fp32 ref", "in0 bf16", "in0 onednn_off", "in1 cpu_fp32 ref",
+                                             "in1 onednn_off"}));
+  struct Want {
+    std::vector<double> median;
+    std::vector<double> iqr;
+  };
+  std::vector<Want> want = {{{20, 21, 22}, {nan, 1.0, 1.5}},     // an old record has no range: nan, the median is kept
+                            {{10, 12, nan}, {nan, 0.75, nan}},   // ran nothing at commit 2 (timings 0)
+                            {{40, 41, 44}, {nan, 2.0, 2.5}},     //
+                            {{nan, nan, 4}, {nan, nan, 0.5}},    // in1 exists from commit 2 on
+                            {{nan, nan, 50}, {nan, nan, 5.0}}};  //
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(latency[i].experiment, "exp");
+    EXPECT_TRUE(same_values(latency[i].median_ms, want[i].median))
+        << order[i] << ": " << values_text(latency[i].median_ms);
+    EXPECT_TRUE(same_values(latency[i].iqr_ms, want[i].iqr)) << order[i] << ": " << values_text(latency[i].iqr_ms);
+  }
+}
+
+TEST_F(TrendLatencyTest, PagesShowTheNumbersOverCommitsAndTheNewestTable) {
+  TrendData trend = build_trend("main", fake_commits(3), m_store, TrendOptions{});
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  size_t section = html.find("<h2 id=\"latency\">Latency per backend</h2>");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find("Latency is information, never gated.", section), std::string::npos);
+  size_t chart = html.find("Latency per backend: exp (environment " + trend.envs[0].env_key + ")", section);
+  ASSERT_NE(chart, std::string::npos);
+  size_t svg_at = html.rfind("<svg", chart);
+  std::string svg = html.substr(svg_at, html.find("</svg>", chart) - svg_at);
+  EXPECT_NE(svg.find("bf16 \u00b7 in0: median 12.0 ms, IQR 0.75 ms</title>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("onednn_off \u00b7 in0: median 40.0 ms, IQR n/a</title>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("cpu_fp32 \u00b7 in1 (reference): median 4.00 ms, IQR 0.50 ms</title>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("bf16 \u00b7 in0: median 0"), std::string::npos) << "nothing ran: no point";
+  EXPECT_NE(svg.find("(log scale)"), std::string::npos) << "4 to 50 ms spans more than a decade: " << svg;
+  // The newest baseline (commit 2): medians, ranges and the ratio to the same input's reference.
+  EXPECT_NE(html.find("<td><code>onednn_off</code></td><td class=\"num\">44.0</td><td class=\"num\">2.50</td>"
+                      "<td class=\"num\">x2.00</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td><code>bf16</code></td><td class=\"num\">-</td><td class=\"num\">-</td>"
+                      "<td class=\"num\"></td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td><code>in1</code></td><td><code>onednn_off</code></td><td class=\"num\">50.0</td>"
+                      "<td class=\"num\">5.00</td><td class=\"num\">x12.50</td>"),
+            std::string::npos);
+
+  std::string md = render_trend_markdown(trend, TrendMarkdownOptions{});
+  EXPECT_NE(md.find("**Latency per backend**, environment `" + trend.envs[0].env_key.substr(0, 8) + "` at `1002aaa`"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| exp | in0 | cpu_fp32 (reference) | 22.0 | 1.50 |  | 20.0 (`1000aaa`) | +10% |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| exp | in0 | bf16 | - | - |  | 10.0 (`1000aaa`) |  |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| exp | in0 | onednn_off | 44.0 | 2.50 | x2.00 | 40.0 (`1000aaa`) | +10% |\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| exp | in1 | onednn_off | 50.0 | 5.00 | x12.50 |  |  |\n"), std::string::npos)
+      << "no older point: no change\n"
+      << md;
+}
+
+TEST_F(TrendTest, RunsWithoutTimingsHaveNoLatencySeries) {
+  TrendData trend = build_trend("main", fake_commits(10), m_store, TrendOptions{});
+  for (const auto& env : trend.envs) {
+    EXPECT_TRUE(env.latency.empty()) << env.env_key;
+  }
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  EXPECT_NE(html.find("No baseline on these commits carries latency"), std::string::npos);
+  EXPECT_EQ(html.find("Latency per backend: "), std::string::npos);
+  EXPECT_EQ(render_trend_markdown(trend, TrendMarkdownOptions{}).find("Latency per backend"), std::string::npos);
 }
 
 TEST(CommitDateTest, UsesTheCommitsOwnOffset) {
