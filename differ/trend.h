@@ -163,6 +163,12 @@ struct TrendOptions {
 TrendData build_trend(const std::string& branch, std::vector<CommitDetails> commits, const BaselineStore& store,
                       const TrendOptions& options);
 
+// `latency` (EnvSeries::latency) with each experiment of more than `max_inputs` inputs as one
+// series per backend (input "N inputs"): at each point, the median over its inputs of the
+// median and of the IQR (NaN ones left out), as the tables of differ/latency.h show such an
+// experiment. Other experiments' series as they are; the order stays.
+std::vector<LatencySeries> collapse_latency_inputs(const std::vector<LatencySeries>& latency, size_t max_inputs);
+
 // The sweep of one backend's checks: thresholds are min_atol for numerically compared
 // checks and +inf for ones that can never pass by tolerance (crash, shape, ...).
 // The atol grid spans sweep_decades(thresholds).

@@ -292,12 +292,13 @@ std::string latency_name(const LatencySeries& series) { return series.backend + 
 
 // One chart per experiment of `env`: a line per (backend, input), the median ms over commits,
 // on a log scale when the medians drawn span more than a decade.
-std::string latency_charts(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
+std::string latency_charts(const TrendData& trend, const EnvSeries& env, const std::vector<LatencySeries>& shown,
+                           const TrendHtmlOptions& options) {
   std::string html;
-  for (size_t first = 0; first < env.latency.size();) {
-    const std::string& experiment = env.latency[first].experiment;
+  for (size_t first = 0; first < shown.size();) {
+    const std::string& experiment = shown[first].experiment;
     size_t end = first;
-    while (end < env.latency.size() && env.latency[end].experiment == experiment) {
+    while (end < shown.size() && shown[end].experiment == experiment) {
       ++end;
     }
     LineChart chart = time_chart(trend, "Latency per backend: " + experiment + " (environment " + env.env_key + ")",
@@ -305,7 +306,7 @@ std::string latency_charts(const TrendData& trend, const EnvSeries& env, const T
     double low = INFINITY;
     double high = 0.0;
     for (size_t i = first; i < end && chart.series.size() < options.max_latency_lines; ++i) {
-      const LatencySeries& latency = env.latency[i];
+      const LatencySeries& latency = shown[i];
       ChartSeries series;
       series.name = latency_name(latency) + (latency.reference ? " (reference)" : "");
       series.color = series_color(chart.series.size());
@@ -340,7 +341,8 @@ std::string latency_charts(const TrendData& trend, const EnvSeries& env, const T
 }
 
 // The newest baseline's medians of `env`, with each target's ratio to the reference on the same input.
-std::string latency_table(const TrendData& trend, const EnvSeries& env, const TrendHtmlOptions& options) {
+std::string latency_table(const TrendData& trend, const EnvSeries& env, const std::vector<LatencySeries>& shown,
+                          const TrendHtmlOptions& options) {
   if (env.points.empty()) {
     return "";
   }
@@ -353,7 +355,7 @@ std::string latency_table(const TrendData& trend, const EnvSeries& env, const Tr
   double reference_ms = std::nan("");
   const LatencySeries* previous = nullptr;
   size_t rows = 0;
-  for (const LatencySeries& latency : env.latency) {
+  for (const LatencySeries& latency : shown) {
     // The reference comes first among its input's series; an input whose reference never ran has none.
     if (previous == nullptr || previous->experiment != latency.experiment || previous->input != latency.input) {
       reference_ms = std::nan("");
@@ -363,7 +365,7 @@ std::string latency_table(const TrendData& trend, const EnvSeries& env, const Tr
       reference_ms = at(latency.median_ms);
     }
     if (rows++ == options.max_latency_rows) {
-      html += "<tr><td colspan=\"6\">... and " + std::to_string(env.latency.size() - options.max_latency_rows) +
+      html += "<tr><td colspan=\"6\">... and " + std::to_string(shown.size() - options.max_latency_rows) +
               " more rows</td></tr>\n";
       break;
     }
@@ -386,15 +388,19 @@ std::string latency_section(const TrendData& trend, const TrendHtmlOptions& opti
       "commit). Latency is information, never gated. It depends on the machine: lines are drawn per environment "
       "only (its key includes the CPU's instruction set and the thread count, not the CPU model or the load, so "
       "compare points with care). Dashed: the reference. Gaps: the backend did not run there, or the baseline "
-      "has no timings.</p>\n";
+      "has no timings. An experiment of more than " +
+      std::to_string(k_latency_inputs_shown) +
+      " inputs is drawn as one line per backend, at each commit the median over its inputs (of the medians and "
+      "of the IQRs), as <code>run</code>'s table shows it.</p>\n";
   bool any = false;
   for (const auto& env : trend.envs) {
     if (env.latency.empty()) {
       continue;
     }
     any = true;
-    html += latency_charts(trend, env, options);
-    html += latency_table(trend, env, options);
+    const std::vector<LatencySeries> shown = collapse_latency_inputs(env.latency, k_latency_inputs_shown);
+    html += latency_charts(trend, env, shown, options);
+    html += latency_table(trend, env, shown, options);
   }
   if (!any) {
     html +=

@@ -176,16 +176,18 @@ void latency_table(std::ostringstream& md, const TrendData& trend, const EnvSeri
     return;
   }
   size_t newest = env.points.size() - 1;
+  const std::vector<LatencySeries> shown = collapse_latency_inputs(env.latency, k_latency_inputs_shown);
   md << "\n**Latency per backend**, environment `" << env.env_key.substr(0, 8) << "` at `"
      << short_sha(trend.commits[env.points[newest].commit].sha)
      << "`: median and IQR (ms) of the timed forwards after warm-up; information, never gated, and "
-        "only comparable within one environment\n\n"
+        "only comparable within one environment; an experiment of more than "
+     << k_latency_inputs_shown << " inputs: the median over its inputs\n\n"
      << "| experiment | input | backend | median | IQR | vs reference | oldest | change |\n"
      << "|---|---|---|---:|---:|---:|---|---:|\n";
   double reference_ms = std::nan("");
   const LatencySeries* previous = nullptr;
   size_t rows = 0;
-  for (const LatencySeries& latency : env.latency) {
+  for (const LatencySeries& latency : shown) {
     if (previous == nullptr || previous->experiment != latency.experiment || previous->input != latency.input) {
       reference_ms = std::nan("");
     }
@@ -196,7 +198,7 @@ void latency_table(std::ostringstream& md, const TrendData& trend, const EnvSeri
       reference_ms = median;
     }
     if (rows++ == options.max_latency_rows) {
-      md << "\n" << env.latency.size() - options.max_latency_rows << " more rows not shown.\n";
+      md << "\n" << shown.size() - options.max_latency_rows << " more rows not shown.\n";
       break;
     }
     LatencyRow row{latency.experiment, latency.input, latency.backend, latency.reference, median, iqr, reference_ms};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "differ/html_escape.h"
+#include "differ/latency.h"
 #include "differ/svg_chart.h"
 #include "differ/trend.h"
 #include "differ/trend_html.h"
@@ -208,6 +209,55 @@ TEST(TrendMarkdownTest, LatencyTableOfTheNewestBaselineWithTheChangeSinceTheOlde
       << md;
   EXPECT_NE(md.find("| n | x | frozen | 100 | 4.00 |  |  |  |\n"), std::string::npos) << md;
   EXPECT_EQ(render_trend_markdown(sample_trend(), TrendMarkdownOptions{}).find("Latency"), std::string::npos);
+}
+
+TEST(TrendLatencyCollapseTest, AnExperimentOfManyInputsIsOneLinePerBackendOfMedians) {
+  const double nan = std::nan("");
+  // Experiment m on 4 inputs (more than k_latency_inputs_shown = 3), n on 1.
+  std::vector<LatencySeries> latency = {
+      {"m", "a", "cpu_fp32", true, {1, 4}, {0.1, nan}},    {"m", "a", "frozen", false, {10, nan}, {1, nan}},
+      {"m", "b", "cpu_fp32", true, {2, 8}, {0.3, nan}},    {"m", "b", "frozen", false, {20, nan}, {2, nan}},
+      {"m", "c", "cpu_fp32", true, {3, 6}, {0.2, nan}},    {"m", "c", "frozen", false, {30, nan}, {nan, nan}},
+      {"m", "d", "cpu_fp32", true, {nan, 10}, {nan, nan}}, {"m", "d", "frozen", false, {40, nan}, {4, nan}},
+      {"n", "x", "frozen", false, {5, 6}, {0.5, 0.6}}};
+  ASSERT_EQ(k_latency_inputs_shown, 3u);
+  std::vector<LatencySeries> shown = collapse_latency_inputs(latency, k_latency_inputs_shown);
+  ASSERT_EQ(shown.size(), 3u);
+  EXPECT_EQ(shown[0].input, "4 inputs");
+  EXPECT_EQ(shown[0].backend, "cpu_fp32");
+  EXPECT_TRUE(shown[0].reference);
+  ASSERT_EQ(shown[0].median_ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(shown[0].median_ms[0], 2.0);  // median of 1, 2, 3 (d has none)
+  EXPECT_DOUBLE_EQ(shown[0].median_ms[1], 7.0);  // of 4, 8, 6, 10: (6 + 8) / 2
+  EXPECT_DOUBLE_EQ(shown[0].iqr_ms[0], 0.2);     // of 0.1, 0.3, 0.2
+  EXPECT_TRUE(std::isnan(shown[0].iqr_ms[1]));
+  EXPECT_EQ(shown[1].backend, "frozen");
+  EXPECT_FALSE(shown[1].reference);
+  EXPECT_DOUBLE_EQ(shown[1].median_ms[0], 25.0);  // of 10, 20, 30, 40
+  EXPECT_TRUE(std::isnan(shown[1].median_ms[1]));
+  EXPECT_DOUBLE_EQ(shown[1].iqr_ms[0], 2.0);  // of 1, 2, 4
+  EXPECT_EQ(shown[2].input, "x");             // one input: as it is
+  EXPECT_EQ(shown[2].median_ms, (std::vector<double>{5, 6}));
+
+  TrendData trend = sample_trend();
+  trend.commits.erase(trend.commits.begin());
+  trend.envs[0].points.erase(trend.envs[0].points.begin());
+  trend.envs[0].points[0].commit = 0;
+  trend.envs[0].points[1].commit = 1;
+  trend.envs[0].checks[0].max_abs = {1e-6, 1e-3};
+  trend.envs[0].checks[0].relative = {};
+  trend.steps.clear();
+  trend.markers.clear();
+  trend.envs[0].latency = latency;
+  std::string html = render_trend_html(trend, TrendHtmlOptions{});
+  EXPECT_NE(html.find("frozen \u00b7 4 inputs: median 25.0 ms, IQR 2.00 ms</title>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("frozen \u00b7 a"), std::string::npos);
+  EXPECT_NE(html.find("<td><code>4 inputs</code></td><td><code>frozen</code></td><td class=\"num\">-</td>"),
+            std::string::npos);
+  std::string md = render_trend_markdown(trend, TrendMarkdownOptions{});
+  EXPECT_NE(md.find("| m | 4 inputs | cpu_fp32 (reference) | 7.00 | - |  | 2.00 (`bbbbbbb`) | +250% |\n"),
+            std::string::npos)
+      << md;
 }
 
 TEST(TrendMarkdownTest, TableStepsAndMermaidChart) {
