@@ -18,6 +18,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <functional>
 #include <set>
 #include <utility>
 
@@ -322,6 +323,18 @@ std::string non_tensor_return(const torch::jit::GraphFunction& function) {
   return text.empty() ? "nothing" : text;
 }
 
+// "Dict[str, Tensor]": the arguments of a module's forward other than tensors; "" for none.
+std::string non_tensor_argument(const torch::jit::GraphFunction& function) {
+  const auto& arguments = function.getSchema().arguments();
+  std::string text;
+  for (size_t i = 1; i < arguments.size(); ++i) {
+    if (!arguments[i].type()->cast<c10::TensorType>()) {
+      text += (text.empty() ? "" : ", ") + arguments[i].type()->annotation_str();
+    }
+  }
+  return text;
+}
+
 // `value` cast to `dtype` when it holds a floating-point tensor, else `value` itself,
 // inserted at the graph's insert point. Decided at run time: a loaded model's graphs type
 // values as plain `Tensor`, without a dtype. Branch-free (prim::dtype, integer arithmetic on
@@ -360,35 +373,54 @@ std::string nearest_names(const std::string& word, std::vector<std::string> name
   return text;
 }
 
+// Module types that only hold other modules (torch.nn's containers): a candidate list opens them.
+bool is_container(const Value* module) {
+  const auto type = module->type()->cast<c10::ClassType>();
+  if (!type || !type->name()) {
+    return false;
+  }
+  const std::string name = type->name()->qualifiedName();
+  for (const char* container : {".Sequential", ".ModuleList", ".ModuleDict"}) {
+    const std::string suffix = container;
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // float32_module_candidates: walks `graph` (a method of the module at `self_path`) in
-// execution order and appends each module it calls through forward that calls no
-// submodule itself and returns one tensor. True when `graph` calls any submodule.
-bool collect_leaf_calls(Graph& graph, const std::string& self_path, std::vector<std::string>& found,
+// execution order and appends the coarsest modules it calls that float32_modules can
+// take: called through forward with tensor arguments, returning one tensor, not a
+// container. Any other module called is opened and its calls walked the same way. So
+// mobilenet_v3_small gives its blocks features.0 .. features.12 and classifier.0 .. 3, and a
+// block listed runs whole in float32, its residual additions and functional activations
+// included, where listing leaves would round every activation between them to the
+// reduced dtype.
+void collect_candidates(Graph& graph, const std::string& self_path, std::vector<std::string>& found,
                         std::set<std::string>& seen, int depth) {
   if (depth > 256) {
-    return false;
+    return;
   }
   std::vector<Node*> calls;
   collect_method_calls(graph.block(), calls);
-  bool called = false;
   for (Node* call : calls) {
     std::optional<std::string> path = module_path_of(call->input(0), graph.inputs()[0], self_path);
     torch::jit::GraphFunction* function = called_function(call);
     if (!path || function == nullptr) {
       continue;
     }
-    const bool calls_inside = collect_leaf_calls(*function->graph(), *path, found, seen, depth + 1);
-    if (*path == self_path) {  // another method of the same module
-      called = called || calls_inside;
+    const bool eligible = *path != self_path && is_forward_method(call->s(c10::attr::name)) &&
+                          non_tensor_return(*function).empty() && non_tensor_argument(*function).empty() &&
+                          !is_container(call->input(0));
+    if (eligible) {
+      if (seen.insert(*path).second) {
+        found.push_back(*path);
+      }
       continue;
     }
-    called = true;
-    if (!calls_inside && is_forward_method(call->s(c10::attr::name)) && non_tensor_return(*function).empty() &&
-        seen.insert(*path).second) {
-      found.push_back(*path);
-    }
+    collect_candidates(*function->graph(), *path, found, seen, depth + 1);
   }
-  return called;
 }
 
 }  // namespace
@@ -401,7 +433,7 @@ std::vector<std::string> float32_module_candidates(const BackendSpec& spec, cons
   }
   std::vector<std::string> found;
   std::set<std::string> seen;
-  collect_leaf_calls(*module.get_method("forward").graph(), "", found, seen, 0);
+  collect_candidates(*module.get_method("forward").graph(), "", found, seen, 0);
   return found;
 }
 
@@ -574,14 +606,86 @@ void BackendInstance::apply_float32_modules() {
     }
   }
   const at::ScalarType reduced = scalar_type(m_spec.dtype);
+  // The model's input arrives in float32 (prepare_input): a listed module that reads it
+  // gets it as the reference does, every other reader gets it cast to the reduced dtype at
+  // the graph's entry, as a model cast as a whole would.
+  Value* input = graph->inputs()[1];
+  Value* reduced_input = nullptr;
+  {
+    torch::jit::WithInsertPoint entry(graph->block()->nodes().front());
+    reduced_input = cast_if_floating(*graph, input, reduced);
+  }
+  input->replaceAllUsesAfterNodeWith(reduced_input->node(), reduced_input);
+  // A value cast down to the reduced dtype -> the float32 value it came from: a listed
+  // module reading the input or another listed module's output reads the float32 value, as
+  // consecutive layers of the reference do, not a copy rounded on the way.
+  std::map<Value*, Value*> float32_of{{reduced_input, input}};
+  // Values a listed module (or an operation on such values only) produced, cast down: an
+  // aten operation of the forward graph whose tensor arguments all are such values (the
+  // flatten between a listed pooling and a listed linear layer, the addition of two listed
+  // blocks' outputs) runs in float32 too, so the float32 region is not rounded between its
+  // layers by glue that belongs to it.
+  std::set<Value*> from_listed;
   std::map<std::string, int> call_count;
   std::vector<Node*> calls;
   collect_method_calls(graph->block(), calls);
+  std::set<Node*> listed_calls;
   for (Node* call : calls) {
     std::optional<std::string> path = module_path_of(call->input(0), self, "");
-    if (!path || std::find(listed.begin(), listed.end(), *path) == listed.end()) {
+    if (path && std::find(listed.begin(), listed.end(), *path) != listed.end()) {
+      listed_calls.insert(call);
+    }
+  }
+  std::vector<Node*> order;  // every node, nested blocks included, in execution order
+  std::function<void(torch::jit::Block*)> walk = [&](torch::jit::Block* block) {
+    for (Node* node : block->nodes()) {
+      order.push_back(node);
+      for (torch::jit::Block* inner : node->blocks()) {
+        walk(inner);
+      }
+    }
+  };
+  walk(graph->block());
+  // Uses of `value` other than what forward returns, which stays float32: no later layer
+  // needs the reduced dtype.
+  auto cast_down_uses = [&](const std::vector<torch::jit::Use>& uses, Value* cast) {
+    for (const torch::jit::Use& use : uses) {
+      if (use.user != graph->return_node()) {
+        use.user->replaceInput(use.offset, cast);
+      }
+    }
+  };
+  for (Node* node : order) {
+    if (listed_calls.count(node) == 0) {
+      if (node->owningBlock() != graph->block() || !node->kind().is_aten() || node->outputs().size() != 1 ||
+          !node->output()->type()->cast<c10::TensorType>()) {
+        continue;
+      }
+      bool tensors = false;
+      bool all_listed = true;
+      for (Value* value : node->inputs()) {
+        if (value->type()->cast<c10::TensorType>()) {
+          tensors = true;
+          all_listed = all_listed && from_listed.count(value) > 0;
+        }
+      }
+      if (!tensors || !all_listed) {
+        continue;
+      }
+      torch::jit::WithInsertPoint before(node);
+      Node* clone = graph->insertNode(graph->createClone(node, [&](Value* value) {
+        return from_listed.count(value) > 0 ? float32_of.at(value) : value;
+      }));
+      Value* cast = cast_if_floating(*graph, clone->output(), reduced);
+      cast_down_uses(node->output()->uses(), cast);
+      node->output()->replaceAllUsesWith(clone->output());  // what forward returns
+      node->destroy();
+      float32_of[cast] = clone->output();
+      from_listed.insert(cast);
       continue;
     }
+    Node* call = node;
+    std::optional<std::string> path = module_path_of(call->input(0), self, "");
     const std::string& method = call->s(c10::attr::name);
     torch::jit::GraphFunction* function = called_function(call);
     if (!is_forward_method(method) || function == nullptr) {
@@ -595,21 +699,28 @@ void BackendInstance::apply_float32_modules() {
                            ", not one tensor; float32_modules casts one tensor back to " + to_string(m_spec.dtype) +
                            ": list the modules inside it instead");
     }
+    if (std::string arguments = non_tensor_argument(*function); !arguments.empty()) {
+      throw ModelFileError(where + "module '" + *path + "' of model '" + m_source.model_path + "' takes " + arguments +
+                           ", not only tensors; float32_modules casts tensor arguments only: list the modules "
+                           "inside it instead");
+    }
     {
       torch::jit::WithInsertPoint before(call);
       for (size_t i = 1; i < call->inputs().size(); ++i) {
         if (call->input(i)->type()->cast<c10::TensorType>()) {
-          call->replaceInput(i, cast_if_floating(*graph, call->input(i), at::kFloat));
+          auto it = float32_of.find(call->input(i));
+          Value* argument = it != float32_of.end() ? it->second : call->input(i);
+          call->replaceInput(i, cast_if_floating(*graph, argument, at::kFloat));
         }
       }
     }
     Value* result = call->output();
-    const std::vector<torch::jit::Use> uses = result->uses();
+    const std::vector<torch::jit::Use> uses = result->uses();  // before the cast reads it too
     torch::jit::WithInsertPoint after(call->next());
     Value* cast = cast_if_floating(*graph, result, reduced);
-    for (const torch::jit::Use& use : uses) {
-      use.user->replaceInput(use.offset, cast);
-    }
+    cast_down_uses(uses, cast);
+    float32_of[cast] = result;
+    from_listed.insert(cast);
     ++call_count[*path];
   }
   for (const std::string& module : listed) {
@@ -686,12 +797,14 @@ at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
   // One copy per forward, always (copy=true): .to() alone returns `input` itself when
   // dtype, device and layout already match. channels_last as to_channels_last() does it.
   const bool floating = input.is_floating_point() && !m_spec.autocast;
+  // float32_modules: the graph casts the input itself (apply_float32_modules).
+  const at::ScalarType dtype = m_spec.float32_modules.empty() ? scalar_type(m_spec.dtype) : at::kFloat;
   const at::MemoryFormat format = m_spec.memory_format == MemoryFormat::k_channels_last && input.dim() == 4
                                       ? at::MemoryFormat::ChannelsLast
                                       : at::MemoryFormat::Preserve;
   return input.to(input.options()
                       .device(device_of(m_spec.device))
-                      .dtype(floating ? scalar_type(m_spec.dtype) : input.scalar_type()),
+                      .dtype(floating ? dtype : input.scalar_type()),
                   /*non_blocking=*/false, /*copy=*/true, format);
 }
 

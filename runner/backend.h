@@ -116,11 +116,13 @@ class BackendInstance {
 inline constexpr const char* k_float32_modules_source = "driftgate_float32_modules_cast";
 
 // The modules a backend may list under `float32_modules` for this model, as named_modules()
-// names them, in the order forward first calls them: each module forward calls through
-// prim::CallMethod "forward" (or a traced model's "forward1", ...: a second call) (directly or inside the modules it
-// calls) that calls no submodule itself and returns one tensor; a module called more than once is listed once. A
-// container (Sequential, a residual block) is not listed but may be given by hand. For the
-// `--mitigate` search: listing one of these casts around its calls, so it runs in float32.
+// names them, in the order forward first calls them: the coarsest modules forward calls
+// (through prim::CallMethod "forward", or a traced model's "forward1", ...: a second call)
+// that take tensors, return one tensor and are not containers (Sequential, ModuleList,
+// ModuleDict: those are opened, as is any module that takes or returns something else);
+// a module called more than once is listed once. Blocks, not leaves: a listed block runs
+// whole in float32 (its residual additions and functional activations too). Finer modules
+// may be given by hand. For the `--mitigate` search.
 // Loads the model file itself (on the CPU: the call structure is the file's, whatever the
 // spec's device, dtype or graph mode); throws ModelFileError as BackendInstance::load does.
 std::vector<std::string> float32_module_candidates(const BackendSpec& spec, const BackendSource& source);

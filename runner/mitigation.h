@@ -71,6 +71,10 @@ struct MitigationOptions {
   LayerLister list_layers;  // empty: no selective search
   int run_threads = 1;      // the run's --threads: what a backend's threads 0 means
   int max_runs = 24;        // variant runs per failing target, the fallback sets' run included
+  // One more run that measures the failing target and every choice side by side (and the
+  // reference with them), so their latencies compare like with like; false keeps the search
+  // runs' own figures (the search logic's tests, with latencies a fake runner makes up).
+  bool measure_together = true;
 };
 
 // For each target of `experiment` with failing checks in `records` (failures that

@@ -6,7 +6,9 @@ way, with eager PyTorch (Debian's python3-torch, the same 1.13 library LibTorch 
 model loaded with the exported file's weights, cast to bfloat16 as a whole with .to(), then each
 listed submodule replaced by a deep copy of the float32 original (its exact float32 weights, never
 a round trip through bfloat16), a forward pre-hook casting its floating-point inputs to float32 and
-a forward hook casting its output to bfloat16; the input cast to bfloat16. driftgate instead keeps
+a forward hook casting its output to bfloat16 unless forward returns it or only another listed
+module reads it (directly or through operations that read nothing else, which run in float32); the input cast to bfloat16, unless the module that reads it is listed (it then
+reads the float32 input, as in the reference). driftgate instead keeps
 the listed modules' parameters out of its dtype conversion and inserts casts into the TorchScript
 graph. Both run on one thread on the same kernels, so the greatest absolute difference from the
 float32 model that driftgate records (tier 1's max_abs, and where it is) must equal Python's
@@ -37,9 +39,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import export_models  # noqa: E402  (the exporter: how every demo model is made)
 
 CASES = [
-    # (architecture, input size, float32_modules)
-    ("resnet18", 64, ["layer1.0.relu", "layer4.1.conv2", "fc"]),
-    ("mobilenet_v3_small", 96, ["features.12", "classifier.3"]),
+    # (name, architecture, input size, float32_modules, the modules that read the model's input,
+    #  the listed modules whose output stays float32: it is what forward returns, or only another
+    #  listed module reads it)
+    ("resnet18", "resnet18", 64, ["layer1.0.relu", "layer4.1.conv2", "fc"], ["conv1"], ["fc"]),
+    ("mobilenet_v3_small", "mobilenet_v3_small", 96, ["features.12", "classifier.3"], ["features.0.0"],
+     ["classifier.3"]),
+    # The first convolution listed: it reads the float32 input itself, not a bfloat16 copy.
+    ("mobilenet_first", "mobilenet_v3_small", 96, ["features.0.0", "classifier.3"], ["features.0.0"],
+     ["classifier.3"]),
+    # classifier.1 reads classifier.0's float32 output, not a copy rounded to bfloat16.
+    ("mobilenet_chain", "mobilenet_v3_small", 96, ["classifier.0", "classifier.1", "classifier.3"], ["features.0.0"],
+     ["classifier.0", "classifier.3"]),
+    # The flatten between avgpool and classifier.0 (forward's own torch.flatten) reads only a
+    # listed module's output: it runs in float32 too, so classifier.0 reads avgpool's float32 output.
+    ("mobilenet_flatten", "mobilenet_v3_small", 96, ["avgpool", "classifier.0", "classifier.3"], ["features.0.0"],
+     ["avgpool", "classifier.3"]),
 ]
 
 failures = []
@@ -57,9 +72,10 @@ def submodule(model, name):
     return model
 
 
-def mixed_model(eager, listed, round_trip=False):
+def mixed_model(eager, listed, keep, round_trip=False):
     """The model in bfloat16 except the listed modules: float32 copies of the originals (with
-    round_trip, their weights pass through bfloat16 first: what driftgate must not do)."""
+    round_trip, their weights pass through bfloat16 first: what driftgate must not do); the
+    outputs of the modules in `keep` are not cast back to bfloat16."""
     mixed = copy.deepcopy(eager).to(torch.bfloat16)
     for name in listed:
         parent_name, _, leaf = name.rpartition(".")
@@ -75,7 +91,8 @@ def mixed_model(eager, listed, round_trip=False):
             return output.to(torch.bfloat16)
 
         original.register_forward_pre_hook(to_float32)
-        original.register_forward_hook(to_bfloat16)
+        if name not in keep:
+            original.register_forward_hook(to_bfloat16)
         setattr(parent, leaf, original)
     return mixed.eval()
 
@@ -95,13 +112,13 @@ def main():
     torch.manual_seed(0)
     configs = []
     expected = {}
-    for arch, size, listed in CASES:
+    for name, arch, size, listed, readers, keep in CASES:
         model = export_models.demo_classifier(arch, generator, size=size)
         example = torch.randn(1, 3, size, size, generator=generator)
-        path = os.path.join(work, f"{arch}.pt")
+        path = os.path.join(work, f"{name}.pt")
         export_models.export(model, example, path)
         x = torch.randn(1, 3, size, size, generator=generator)
-        np.save(os.path.join(work, f"{arch}.npy"), x.numpy())
+        np.save(os.path.join(work, f"{name}.npy"), x.numpy())
 
         eager = getattr(torchvision.models, arch)(weights=None)
         eager.load_state_dict(torch.jit.load(path).state_dict())
@@ -109,19 +126,20 @@ def main():
         with torch.no_grad():
             reference = eager(x)
             plain = copy.deepcopy(eager).to(torch.bfloat16).eval()(x.to(torch.bfloat16))
-            mixed = mixed_model(eager, listed)(x.to(torch.bfloat16))
-            round_trip = mixed_model(eager, listed, round_trip=True)(x.to(torch.bfloat16))
-        expected[arch] = {
+            x_mixed = x if all(reader in listed for reader in readers) else x.to(torch.bfloat16)
+            mixed = mixed_model(eager, listed, keep)(x_mixed)
+            round_trip = mixed_model(eager, listed, keep, round_trip=True)(x_mixed)
+        expected[name] = {
             "cpu_bf16": max_abs(reference, plain),
             "mixed": max_abs(reference, mixed),
             "mixed_frozen": max_abs(reference, mixed),
             "round_trip": max_abs(reference, round_trip),
         }
-        config = os.path.join(work, f"{arch}.yaml")
+        config = os.path.join(work, f"{name}.yaml")
         with open(config, "w") as out:
-            out.write(f"name: {arch}\nmodel: {arch}.pt\ninputs: [{{name: x, tensor: {arch}.npy}}]\n"
+            out.write(f"name: {name}\nmodel: {name}.pt\ninputs: [{{name: x, tensor: {name}.npy}}]\n"
                       "targets: [cpu_bf16, mixed, mixed_frozen]\noracle: false\nlatency: {warmup: 2, runs: 1}\n"
-                      f"activations: {'always' if arch == 'mobilenet_v3_small' else 'off'}\n"
+                      f"activations: {'always' if name == 'mobilenet_v3_small' else 'off'}\n"
                       f"backends:\n  mixed: {{base: cpu_bf16, float32_modules: [{', '.join(listed)}]}}\n"
                       "  mixed_frozen: {base: mixed, graph: frozen, optimize_numerics: false}\n")
         configs.append(config)
@@ -139,7 +157,7 @@ def main():
             if record.get("type") == "check":
                 records[record["id"]] = record
 
-    for arch, _size, listed in CASES:
+    for arch, _arch, _size, listed, _readers, _keep in CASES:
         values = expected[arch]
         for target in ("cpu_bf16", "mixed", "mixed_frozen"):
             record = records.get(f"{arch}/x/cpu_fp32~{target}/out")

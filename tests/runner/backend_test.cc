@@ -334,8 +334,10 @@ TEST_F(Float32ModulesTest, ListedModulesRunInFloat32AsComputedByHand) {
   const at::Tensor wc = weight(0.2).to(at::kBFloat16);
   const at::Tensor ws = weight(0.3);
   // The same forward written out: a and blk.s in float32 on their float32 weights, the
-  // rest in bfloat16; a is called twice.
-  at::Tensor y = at::matmul(m_input.to(at::kBFloat16).to(at::kFloat), wa).to(at::kBFloat16);
+  // rest in bfloat16; a is called twice, first on the float32 input itself (a listed module
+  // reads it as the reference does); blk's relu reads only blk.s's output, so it runs in
+  // float32 too (the same values: rounding commutes with relu).
+  at::Tensor y = at::matmul(m_input, wa).to(at::kBFloat16);
   y = at::matmul(y, wb);
   y = at::matmul(y.to(at::kFloat), wa).to(at::kBFloat16);
   y = at::matmul(at::matmul(y, wc), wc);
@@ -359,12 +361,13 @@ TEST_F(Float32ModulesTest, ListedModulesRunInFloat32AsComputedByHand) {
       EXPECT_TRUE(at::equal(module.attr("blk").toModule().attr("s").toModule().attr("w").toTensor(), ws));
       EXPECT_EQ(module.attr("b").toModule().attr("w").toTensor().scalar_type(), at::kBFloat16);
       EXPECT_EQ(module.attr("c").toModule().attr("w").toTensor().scalar_type(), at::kBFloat16);
-      // Two casts per call: a twice, blk.s once.
+      // The input's cast at the entry (for other readers; none here), two casts per call (a
+      // twice, blk.s once), one after the relu that now runs in float32.
       int casts = 0;
       for (const torch::jit::Node* node : module.get_method("forward").graph()->nodes()) {
         casts += node->kind() == c10::aten::to ? 1 : 0;
       }
-      EXPECT_EQ(casts, 6);
+      EXPECT_EQ(casts, 8);
     }
   }
   // The graph rewrites keep the casts and run.
@@ -394,10 +397,11 @@ TEST_F(Float32ModulesTest, NamesThatDoNotFitTheModelAreModelFileErrors) {
                                            "one tensor back to bfloat16: list the modules inside it instead");
 }
 
-TEST_F(Float32ModulesTest, CandidatesAreTheCalledLeafModulesReturningOneTensorInOrder) {
-  // a, b (a's second call adds nothing), not c (called through twice), blk.s inside blk
-  // (blk calls a submodule), not pair (a tuple), not d (never called).
-  EXPECT_EQ(float32_module_candidates(mixed({}), source()), (std::vector<std::string>{"a", "b", "blk.s"}));
+TEST_F(Float32ModulesTest, CandidatesAreTheCoarsestCalledModulesTakingAndReturningTensors) {
+  // a, b (a's second call adds nothing), not c (called through twice), blk as a whole (a
+  // block, not a container: it runs whole in float32, its relu included), not pair (a
+  // tuple), not d (never called).
+  EXPECT_EQ(float32_module_candidates(mixed({}), source()), (std::vector<std::string>{"a", "b", "blk"}));
   EXPECT_THROW(float32_module_candidates(mixed({}), BackendSource{"configs/test.yaml", m_dir + "/none.pt", 1}),
                ModelFileError);
 }

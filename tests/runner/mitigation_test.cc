@@ -131,8 +131,12 @@ bool has(const BackendSpec& variant, const std::string& part) {
   return false;
 }
 
+// The search on the fake; its figures are the search runs' own (measure_together off), except
+// where a test turns the final side-by-side measurement on.
 Mitigation mitigate(const Experiment& experiment, std::vector<CheckRecord>& records, FakeRunner& fake,
-                    const MitigationOptions& options, std::string* log_text = nullptr) {
+                    const MitigationOptions& given, std::string* log_text = nullptr, bool measure_together = false) {
+  MitigationOptions options = given;
+  options.measure_together = measure_together;
   std::ostringstream log;
   mitigate_failures(experiment, records, fake.runner(), options, log);
   if (log_text) {
@@ -192,6 +196,36 @@ TEST(Mitigation, ReferenceEquivalentSetRanksLastEvenWhenCheapest) {
   EXPECT_EQ(log,
             "[exp] mitigation: cpu_bf16 (4 ms, reference 10 ms per forward): tier-1 agreement: fp32 (= reference): "
             "10 ms (x2.50 target, x1.00 reference); tried 3 variants in 1 run\n");
+}
+
+// The reported latencies come from one more run with the failing target and the choice
+// side by side: the fake's target runs at 40 ms there (not the 10 ms the failing records
+// say) and the choice at 30 ms, the reference at 10 ms, so the ratios are x0.75 and x3.00.
+TEST(Mitigation, ChoicesAreMeasuredBesideTheTargetInOneMoreRun) {
+  const BackendSpec target = spec("cpu_bf16", DType::k_bfloat16);
+  const Experiment experiment = experiment_with(target, false);
+  std::vector<CheckRecord> records = failing_records("cpu_bf16", false);
+  FakeRunner fake;
+  fake.behave = [&](const BackendSpec& variant) {
+    if (variant.name == "cpu_bf16") {
+      return Behaviour{false, false, 40.0};
+    }
+    if (variant.name == "cpu_bf16+fp32+onednn_off") {
+      return Behaviour{true, true, fake.runs.size() == 2 ? 30.0 : 3.0};
+    }
+    return Behaviour{false, false, 1.0};
+  };
+  const Mitigation mitigation = mitigate(experiment, records, fake, MitigationOptions{}, nullptr, true);
+  ASSERT_EQ(fake.runs.size(), 2U);
+  ASSERT_EQ(fake.runs[1].targets.size(), 2U);
+  EXPECT_EQ(fake.runs[1].targets[0].name, "cpu_bf16");
+  EXPECT_EQ(fake.runs[1].targets[1].name, "cpu_bf16+fp32+onednn_off");
+  EXPECT_EQ(mitigation.tried, static_cast<int64_t>(fake.runs[0].targets.size()));  // the measurement tries nothing
+  ASSERT_EQ(mitigation.choices.size(), 1U);
+  EXPECT_DOUBLE_EQ(mitigation.target_ms, 40.0);
+  EXPECT_DOUBLE_EQ(mitigation.reference_ms, k_reference_ms);
+  EXPECT_DOUBLE_EQ(mitigation.choices[0].latency_ms, 30.0);
+  EXPECT_NE(mitigation.message.find("30 ms (x0.75 target, x3.00 reference)"), std::string::npos) << mitigation.message;
 }
 
 TEST(Mitigation, EverySetSizeIsTriedAndTheCheapestWins) {
@@ -378,6 +412,24 @@ TEST(Mitigation, LayerSearchStartsFromTheFirstDivergentLayer) {
   EXPECT_EQ(mitigation.choices[0].float32_modules, std::vector<std::string>{"layer.7"});
   EXPECT_EQ(mitigation.choices[0].restores, "tier1");  // no task check: tier-1 is the criterion
   EXPECT_EQ(mitigation.tried, 3 + 2);                  // fp32, onednn_off, both; seed, all
+}
+
+// Only every candidate in float32 restores: the choice is the reference again in all but name
+// (only glue between the modules stays in bfloat16), marked so.
+TEST(Mitigation, EveryModuleInFloat32IsMarkedAsTheReference) {
+  const BackendSpec target = spec("cpu_bf16", DType::k_bfloat16);
+  const Experiment experiment = experiment_with(target, true);
+  std::vector<CheckRecord> records = failing_records("cpu_bf16", true);
+  FakeRunner fake = selective_fake(layer_names(6));
+  MitigationOptions options;
+  options.list_layers = [](const Experiment&, const BackendSpec&) { return layer_names(6); };
+  const Mitigation mitigation = mitigate(experiment, records, fake, options);
+  ASSERT_EQ(mitigation.choices.size(), 1U);
+  EXPECT_EQ(mitigation.choices[0].float32_modules, layer_names(6));
+  EXPECT_TRUE(mitigation.choices[0].reference_equivalent);
+  std::vector<CheckRecord> again = failing_records("cpu_bf16", true);
+  FakeRunner fewer = selective_fake({"layer.2"});
+  EXPECT_FALSE(mitigate(experiment, again, fewer, options).choices.at(0).reference_equivalent);
 }
 
 TEST(Mitigation, NoSelectiveChoiceWhenAllLayersInFloat32DoNotRestore) {
@@ -584,6 +636,12 @@ TEST(Mitigation, TerminalLinesShowEveryChoiceAgainstTargetAndReference) {
             "tier-1 and task agreement: fp32 (= reference): 10 ms (x2.50 target, x1.00 reference)");
   EXPECT_EQ(mitigation_lines(mitigation, "t", true)[1],
             "tier-1 agreement: fp32 (= reference): 10 ms (x2.50 target, x1.00 reference)");
+  // A target slower than the reference (bfloat16 without native support) is pointed out.
+  Mitigation slow = mitigation;
+  slow.target_ms = 40.0;
+  EXPECT_EQ(mitigation_lines(slow, "t").back(),
+            "note: the reference is faster than t on this machine (10 ms vs 40 ms per forward)");
+  EXPECT_EQ(mitigation_lines(mitigation, "t").size(), 4U);  // faster target: no note
   Mitigation none;
   none.message = "no fallback set or float32 submodule set restores agreement for t; tried 3 variants in 1 run";
   EXPECT_EQ(mitigation_lines(none, "t"), std::vector<std::string>{none.message});

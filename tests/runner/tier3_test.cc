@@ -202,14 +202,15 @@ TEST(Tier3, MitigationOfTheTieFixtureNamesAFallbackForTheTaskFailure) {
   EXPECT_EQ(std::vector<std::string>(tier1.fallbacks.begin(), tier1.fallbacks.begin() + 2),
             (std::vector<std::string>{"fp32", "onednn_off"}));
   EXPECT_FALSE(tier1.reference_equivalent);
-  // The task alone is restored by stable NMS in bfloat16; listed apart only when it measured faster.
+  // The task alone is restored by stable NMS in bfloat16; listed apart only when it measured
+  // faster in the search (the reported figures are measured again side by side, so no order
+  // between them is asserted: tests never assert on time).
   ASSERT_LE(mitigation.choices.size(), 2U);
   if (mitigation.choices.size() == 2) {
     const MitigationChoice& task = mitigation.choices[1];
     EXPECT_EQ(task.restores, "tier3");
     EXPECT_EQ(task.fallbacks.back(), "stable_nms");
     EXPECT_EQ(std::count(task.fallbacks.begin(), task.fallbacks.end(), "fp32"), 0);
-    EXPECT_LE(task.latency_ms, tier1.latency_ms);
   }
 }
 
