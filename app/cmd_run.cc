@@ -23,6 +23,8 @@
 #include "core/file_util.h"
 #include "core/git_repo.h"
 #include "core/record.h"
+#include "core/run_digest.h"
+#include "differ/latency.h"
 #include "runner/environment_probe.h"
 #include "runner/mitigation.h"
 #include "runner/runner.h"
@@ -367,6 +369,7 @@ int cmd_run(CommandContext& context) {
 
   print_errors_per_target(run, log);
   print_task_and_mitigation_lines(run, context.err);
+  log << render_latency_text(latency_rows(digest_view(run)));
   print_backend_messages_line(run, request->verbose, log);
   context.err << "driftgate run: " << describe(run.summary) << " -> " << request->output_path << "\n";
   if (run.header.shard.count > 1) {

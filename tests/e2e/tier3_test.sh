@@ -28,6 +28,14 @@ expect_contains "$work/stderr" \
   "tier 3 [tie_detector] noise cpu_fp32~cpu_bf16: stable NMS (score, then x1, y1, x2, y2, class) restores the agreement that native NMS order lost" \
   "the terminal names the adapter that restored agreement"
 
+# Without -q, run ends with each backend's latency (issue 25): median and IQR of the timed
+# forwards after warm-up, the reference marked, the ratio to it; the record keeps both.
+expect_exit 1 "run, not quiet" -- "$DRIFTGATE" run "$work/tie.yaml" -o "$work/timed.jsonl"
+expect_contains "$work/stderr" "latency per forward: median and interquartile range of the timed forwards after warm-up" \
+  "the latency table"
+expect_contains "$work/stderr" "cpu_fp32 (reference)" "... with the reference marked"
+expect_contains "$work/timed.jsonl" '"reference_iqr":' "the record keeps the interquartile ranges"
+
 expect_exit 1 "run --mitigate" -- "$DRIFTGATE" run "$work/tie.yaml" -o "$work/mitigated.jsonl" --mitigate -q
 expect_contains "$work/stderr" "mitigation [tie_detector] cpu_bf16: " "the terminal names the target"
 expect_contains "$work/stderr" "tried 7 variants" "... every set of fp32, onednn_off, stable_nms"
