@@ -66,7 +66,7 @@ struct BackendSpec {
   // torch::jit::freeze's optimize_numerics: false keeps a frozen graph bit-identical
   // to eager (no conv-bn folding, no other numerics-changing rewrites).
   bool optimize_numerics = true;
-  bool tf32 = false;        // CUDA only: allow TF32 in cuBLAS and cuDNN matmuls/convolutions
+  bool tf32 = false;  // CUDA only: allow TF32 in cuBLAS and cuDNN matmuls/convolutions
   // Selective fallback (`float32_modules:`): these submodules (qualified names as in
   // named_modules(), e.g. "classifier.3") of a model cast to a reduced `dtype` keep
   // their float32 parameters and run in float32, their inputs cast to float32 and their

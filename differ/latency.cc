@@ -57,7 +57,8 @@ std::vector<LatencyRow> collapse_inputs(const std::vector<LatencyRow>& rows, siz
       ++end;
     }
     if (inputs.size() <= limit) {
-      out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(begin), rows.begin() + static_cast<std::ptrdiff_t>(end));
+      out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(begin),
+                 rows.begin() + static_cast<std::ptrdiff_t>(end));
     } else {
       for (const std::string& backend : backends) {
         LatencyRow row;
@@ -171,7 +172,8 @@ std::string latency_ratio(const LatencyRow& row) {
 }
 
 std::string render_latency_text(const std::vector<LatencyRow>& all_rows) {
-  if (std::none_of(all_rows.begin(), all_rows.end(), [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
+  if (std::none_of(all_rows.begin(), all_rows.end(),
+                   [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
     return "";
   }
   const std::vector<LatencyRow> rows = collapse_inputs(all_rows, k_latency_inputs_shown);
@@ -194,7 +196,8 @@ std::string render_latency_text(const std::vector<LatencyRow>& all_rows) {
   }
   std::string text =
       "latency per forward: median and interquartile range of the timed forwards after warm-up (not gated;\n"
-      "  an experiment of more than " + std::to_string(k_latency_inputs_shown) +
+      "  an experiment of more than " +
+      std::to_string(k_latency_inputs_shown) +
       " inputs: the median over its inputs of each number, the run file has them all)\n";
   for (const auto& line : cells) {
     std::string out;
@@ -212,7 +215,8 @@ std::string render_latency_text(const std::vector<LatencyRow>& all_rows) {
 }
 
 std::string render_latency_markdown(const std::vector<LatencyRow>& all_rows) {
-  if (std::none_of(all_rows.begin(), all_rows.end(), [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
+  if (std::none_of(all_rows.begin(), all_rows.end(),
+                   [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
     return "";
   }
   const std::vector<LatencyRow> rows = collapse_inputs(all_rows, k_latency_inputs_shown);
@@ -220,12 +224,16 @@ std::string render_latency_markdown(const std::vector<LatencyRow>& all_rows) {
       std::any_of(rows.begin(), rows.end(), [](const LatencyRow& row) { return !std::isnan(row.baseline_median_ms); });
   std::string text =
       "\n<details><summary>Latency per forward, ms: median and IQR of the timed forwards after warm-up "
-      "(information, not gated; an experiment of more than " + std::to_string(k_latency_inputs_shown) + " inputs: the median over its inputs)</summary>\n\n| experiment | input | backend | median | IQR | vs reference |";
-  text += baseline ? " baseline median | change |\n|---|---|---|---:|---:|---:|---:|---:|\n" : "\n|---|---|---|---:|---:|---:|\n";
+      "(information, not gated; an experiment of more than " +
+      std::to_string(k_latency_inputs_shown) +
+      " inputs: the median over its inputs)</summary>\n\n| experiment | input | backend | median | IQR | vs reference "
+      "|";
+  text += baseline ? " baseline median | change |\n|---|---|---|---:|---:|---:|---:|---:|\n"
+                   : "\n|---|---|---|---:|---:|---:|\n";
   for (const LatencyRow& row : rows) {
-    text += "| " + markdown_code(row.experiment) + " | " + markdown_code(row.input) + " | " + markdown_code(row.backend) +
-            (row.reference ? " (reference)" : "") + " | " + format_ms(row.median_ms) + " | " + format_ms(row.iqr_ms) +
-            " | " + latency_ratio(row) + " |";
+    text += "| " + markdown_code(row.experiment) + " | " + markdown_code(row.input) + " | " +
+            markdown_code(row.backend) + (row.reference ? " (reference)" : "") + " | " + format_ms(row.median_ms) +
+            " | " + format_ms(row.iqr_ms) + " | " + latency_ratio(row) + " |";
     if (baseline) {
       std::string change;
       if (!std::isnan(row.median_ms) && row.baseline_median_ms > 0.0) {

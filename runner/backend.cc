@@ -16,9 +16,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <optional>
-#include <functional>
 #include <set>
 #include <utility>
 
@@ -673,9 +673,8 @@ void BackendInstance::apply_float32_modules() {
         continue;
       }
       torch::jit::WithInsertPoint before(node);
-      Node* clone = graph->insertNode(graph->createClone(node, [&](Value* value) {
-        return from_listed.count(value) > 0 ? float32_of.at(value) : value;
-      }));
+      Node* clone = graph->insertNode(graph->createClone(
+          node, [&](Value* value) { return from_listed.count(value) > 0 ? float32_of.at(value) : value; }));
       Value* cast = cast_if_floating(*graph, clone->output(), reduced);
       cast_down_uses(node->output()->uses(), cast);
       node->output()->replaceAllUsesWith(clone->output());  // what forward returns
@@ -802,9 +801,7 @@ at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
   const at::MemoryFormat format = m_spec.memory_format == MemoryFormat::k_channels_last && input.dim() == 4
                                       ? at::MemoryFormat::ChannelsLast
                                       : at::MemoryFormat::Preserve;
-  return input.to(input.options()
-                      .device(device_of(m_spec.device))
-                      .dtype(floating ? dtype : input.scalar_type()),
+  return input.to(input.options().device(device_of(m_spec.device)).dtype(floating ? dtype : input.scalar_type()),
                   /*non_blocking=*/false, /*copy=*/true, format);
 }
 

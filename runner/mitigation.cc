@@ -529,7 +529,7 @@ class TargetSearch {
       specs.push_back(chosen_specs_.at(choice.backend));
     }
     const std::vector<CheckRecord> records = run_variants(specs);
-    mitigation_.tried -= static_cast<int64_t>(specs.size());  // measured again, not tried
+    mitigation_.tried -= static_cast<int64_t>(specs.size());      // measured again, not tried
     std::map<std::string, std::map<std::string, double>> median;  // backend -> input -> ms
     std::map<std::string, std::map<std::string, double>> iqr;
     std::map<std::string, double> reference;
@@ -608,8 +608,7 @@ class TargetSearch {
     BackendSpec spec = target_;
     spec.float32_modules = *result.found;
     spec.name = choice.backend;
-    spec.description = target_.description + " with " + std::to_string(result.found->size()) +
-                       " submodules in float32";
+    spec.description = target_.description + " with " + std::to_string(result.found->size()) + " submodules in float32";
     chosen_specs_[choice.backend] = spec;
     // Every candidate in float32 leaves only glue between them in the reduced dtype: the
     // reference again in all but name, marked as such.

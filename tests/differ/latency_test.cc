@@ -42,7 +42,7 @@ RunFile two_inputs_run() {
   run.header.experiments.push_back(experiment);
   // Two outputs of (a, cpu_bf16) repeat one measurement; (b, frozen) crashed: time 0.
   run.checks = {timed_check("a", "cpu_bf16", "out[0]", 4.0, 10.0), timed_check("a", "cpu_bf16", "out[1]", 4.0, 10.0),
-                timed_check("a", "frozen", "out[0]", 4.0, 3.0),    timed_check("b", "cpu_bf16", "out[0]", 8.0, 6.0),
+                timed_check("a", "frozen", "out[0]", 4.0, 3.0), timed_check("b", "cpu_bf16", "out[0]", 8.0, 6.0),
                 timed_check("b", "frozen", "out[0]", 8.0, 0.0)};
   run.checks.back().status = CheckStatus::k_crash_target;
   run.summary = summarize(run.header, run.checks);
