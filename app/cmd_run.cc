@@ -80,6 +80,9 @@ const CommandHelp k_help{
     "Progress goes to stderr: [n/N] per backend and input as its forwards finish, the time elapsed and\n"
     "an estimate of the time left (one line rewritten in place on a terminal, a line per step\n"
     "elsewhere), and each target's error against the reference and against float64.\n"
+    "Latency: after its compared repeats each backend runs warm-up forwards, then timed ones (the\n"
+    "experiment's `latency:`, default 3 and 10); the record keeps the median and interquartile range per\n"
+    "backend and input, and the run ends with that table (not with -q). Latency never fails a check.\n"
     "Tier 2 (the experiment's `activations:`, default on_failure; always; off): every failing check gets\n"
     "a localization, the per-layer error profile and the first divergent layer (driftgate explain).\n"
     "An experiment with a `task:` section also gets tier-3 checks (output task:classification,\n"
@@ -88,7 +91,8 @@ const CommandHelp k_help{
     "--mitigate: for each failing target, tries fp32, onednn_off, contiguous, eager and stable_nms in every\n"
     "set of up to 3 and records the cheapest set (by latency) that restores tier-1 agreement and the\n"
     "cheapest that restores task agreement; a set that is the reference again ranks last. A target cast\n"
-    "to bfloat16/float16 also gets the fewest submodules run in float32 that restore agreement.\n"
+    "to bfloat16/float16 also gets the fewest blocks run in float32 that restore agreement. The choices\n"
+    "are timed again side by side with the target in one more run.\n"
     "Exit 1 when any check failed (fail_*, crash_*, timeout), known failures included: the gate is\n"
     "driftgate diff's exit code. Skipped checks do not fail the run.",
     "driftgate run configs/*.yaml -o out/run.jsonl --threads 1   # then: driftgate diff out/run.jsonl"};
