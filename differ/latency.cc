@@ -37,56 +37,6 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
 }
 
-// The rows of an experiment with more than `limit` inputs as one row per backend: each
-// number the median over the inputs of that number (nan ones left out), the input column
-// "N inputs". Other experiments' rows as they are. A table of 16 inputs x 5 backends says
-// no more than this, and the run file keeps every row.
-std::vector<LatencyRow> collapse_inputs(const std::vector<LatencyRow>& rows, size_t limit) {
-  std::vector<LatencyRow> out;
-  for (size_t begin = 0; begin < rows.size();) {
-    size_t end = begin;
-    std::vector<std::string> backends;
-    std::vector<std::string> inputs;
-    while (end < rows.size() && rows[end].experiment == rows[begin].experiment) {
-      if (std::find(inputs.begin(), inputs.end(), rows[end].input) == inputs.end()) {
-        inputs.push_back(rows[end].input);
-      }
-      if (std::find(backends.begin(), backends.end(), rows[end].backend) == backends.end()) {
-        backends.push_back(rows[end].backend);
-      }
-      ++end;
-    }
-    if (inputs.size() <= limit) {
-      out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(begin),
-                 rows.begin() + static_cast<std::ptrdiff_t>(end));
-    } else {
-      for (const std::string& backend : backends) {
-        LatencyRow row;
-        std::vector<double> median, iqr, reference, baseline, baseline_iqr;
-        for (size_t i = begin; i < end; ++i) {
-          if (rows[i].backend == backend) {
-            row = rows[i];
-            median.push_back(rows[i].median_ms);
-            iqr.push_back(rows[i].iqr_ms);
-            reference.push_back(rows[i].reference_median_ms);
-            baseline.push_back(rows[i].baseline_median_ms);
-            baseline_iqr.push_back(rows[i].baseline_iqr_ms);
-          }
-        }
-        row.input = std::to_string(inputs.size()) + " inputs";
-        row.median_ms = median_of(median);
-        row.iqr_ms = median_of(iqr);
-        row.reference_median_ms = median_of(reference);
-        row.baseline_median_ms = median_of(baseline);
-        row.baseline_iqr_ms = median_of(baseline_iqr);
-        out.push_back(std::move(row));
-      }
-    }
-    begin = end;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<LatencyRow> latency_rows(const RunDigest& run) {
@@ -161,6 +111,52 @@ void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseli
   }
 }
 
+std::vector<LatencyRow> collapse_latency_rows(const std::vector<LatencyRow>& rows, size_t limit) {
+  std::vector<LatencyRow> out;
+  for (size_t begin = 0; begin < rows.size();) {
+    size_t end = begin;
+    std::vector<std::string> backends;
+    std::vector<std::string> inputs;
+    while (end < rows.size() && rows[end].experiment == rows[begin].experiment) {
+      if (std::find(inputs.begin(), inputs.end(), rows[end].input) == inputs.end()) {
+        inputs.push_back(rows[end].input);
+      }
+      if (std::find(backends.begin(), backends.end(), rows[end].backend) == backends.end()) {
+        backends.push_back(rows[end].backend);
+      }
+      ++end;
+    }
+    if (inputs.size() <= limit) {
+      out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(begin),
+                 rows.begin() + static_cast<std::ptrdiff_t>(end));
+    } else {
+      for (const std::string& backend : backends) {
+        LatencyRow row;
+        std::vector<double> median, iqr, reference, baseline, baseline_iqr;
+        for (size_t i = begin; i < end; ++i) {
+          if (rows[i].backend == backend) {
+            row = rows[i];
+            median.push_back(rows[i].median_ms);
+            iqr.push_back(rows[i].iqr_ms);
+            reference.push_back(rows[i].reference_median_ms);
+            baseline.push_back(rows[i].baseline_median_ms);
+            baseline_iqr.push_back(rows[i].baseline_iqr_ms);
+          }
+        }
+        row.input = std::to_string(inputs.size()) + " inputs";
+        row.median_ms = median_of(median);
+        row.iqr_ms = median_of(iqr);
+        row.reference_median_ms = median_of(reference);
+        row.baseline_median_ms = median_of(baseline);
+        row.baseline_iqr_ms = median_of(baseline_iqr);
+        out.push_back(std::move(row));
+      }
+    }
+    begin = end;
+  }
+  return out;
+}
+
 std::string latency_ratio(const LatencyRow& row) {
   if (row.reference || std::isnan(row.median_ms) || std::isnan(row.reference_median_ms) ||
       row.reference_median_ms <= 0.0) {
@@ -176,7 +172,7 @@ std::string render_latency_text(const std::vector<LatencyRow>& all_rows) {
                    [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
     return "";
   }
-  const std::vector<LatencyRow> rows = collapse_inputs(all_rows, k_latency_inputs_shown);
+  const std::vector<LatencyRow> rows = collapse_latency_rows(all_rows, k_latency_inputs_shown);
   std::vector<std::vector<std::string>> cells = {{"experiment", "input", "backend", "median ms", "IQR ms", "vs ref"}};
   std::string last_experiment;
   std::string last_input;
@@ -219,7 +215,7 @@ std::string render_latency_markdown(const std::vector<LatencyRow>& all_rows) {
                    [](const LatencyRow& row) { return !std::isnan(row.median_ms); })) {
     return "";
   }
-  const std::vector<LatencyRow> rows = collapse_inputs(all_rows, k_latency_inputs_shown);
+  const std::vector<LatencyRow> rows = collapse_latency_rows(all_rows, k_latency_inputs_shown);
   const bool baseline =
       std::any_of(rows.begin(), rows.end(), [](const LatencyRow& row) { return !std::isnan(row.baseline_median_ms); });
   std::string text =

@@ -46,6 +46,12 @@ std::string latency_ratio(const LatencyRow& row);
 // backend: each number the median over its inputs.
 constexpr size_t k_latency_inputs_shown = 3;
 
+// The rows of an experiment with more than `limit` inputs as one row per backend (in order
+// of first appearance): each number the median over the inputs of that number (nan ones
+// left out), the input column "N inputs". Other experiments' rows as they are. A table of
+// 16 inputs x 5 backends says no more than this, and the run file keeps every row.
+std::vector<LatencyRow> collapse_latency_rows(const std::vector<LatencyRow>& rows, size_t limit);
+
 // The plain-text table `run` prints (empty when no row has a time): one line per row,
 // columns aligned, the reference marked.
 std::string render_latency_text(const std::vector<LatencyRow>& rows);

@@ -340,51 +340,32 @@ SweepCurve make_sweep_curve(const std::string& backend, std::vector<double> thre
 }
 
 std::vector<LatencySeries> collapse_latency_inputs(const std::vector<LatencySeries>& latency, size_t max_inputs) {
+  // Point by point through the rows' collapse (differ/latency.h), which decides the grouping
+  // the same way for every point: the same series in, the same rows out.
+  size_t points = 0;
+  for (const LatencySeries& series : latency) {
+    points = std::max(points, series.median_ms.size());
+  }
+  auto rows_at = [&](size_t point) {
+    std::vector<LatencyRow> rows;
+    for (const LatencySeries& series : latency) {
+      LatencyRow row{series.experiment, series.input, series.backend, series.reference};
+      row.median_ms = point < series.median_ms.size() ? series.median_ms[point] : k_nan;
+      row.iqr_ms = point < series.iqr_ms.size() ? series.iqr_ms[point] : k_nan;
+      rows.push_back(std::move(row));
+    }
+    return collapse_latency_rows(rows, max_inputs);
+  };
   std::vector<LatencySeries> out;
-  for (size_t begin = 0; begin < latency.size();) {
-    size_t end = begin;
-    std::set<std::string> inputs;
-    std::vector<std::pair<std::string, bool>> backends;  // in order of appearance (the reference first)
-    while (end < latency.size() && latency[end].experiment == latency[begin].experiment) {
-      inputs.insert(latency[end].input);
-      std::pair<std::string, bool> backend{latency[end].backend, latency[end].reference};
-      if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
-        backends.push_back(backend);
-      }
-      ++end;
+  for (const LatencyRow& row : rows_at(points)) {  // past the last point: the shape, no values
+    out.push_back(LatencySeries{row.experiment, row.input, row.backend, row.reference});
+  }
+  for (size_t point = 0; point < points; ++point) {
+    const std::vector<LatencyRow> rows = rows_at(point);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out[i].median_ms.push_back(rows[i].median_ms);
+      out[i].iqr_ms.push_back(rows[i].iqr_ms);
     }
-    if (inputs.size() <= max_inputs) {
-      out.insert(out.end(), latency.begin() + static_cast<std::ptrdiff_t>(begin),
-                 latency.begin() + static_cast<std::ptrdiff_t>(end));
-      begin = end;
-      continue;
-    }
-    size_t points = 0;
-    for (size_t i = begin; i < end; ++i) {
-      points = std::max(points, latency[i].median_ms.size());
-    }
-    for (const auto& [backend, reference] : backends) {
-      LatencySeries series{latency[begin].experiment, std::to_string(inputs.size()) + " inputs", backend, reference};
-      for (size_t p = 0; p < points; ++p) {
-        std::vector<double> medians;
-        std::vector<double> iqrs;
-        for (size_t i = begin; i < end; ++i) {
-          if (latency[i].backend != backend || latency[i].reference != reference) {
-            continue;
-          }
-          if (p < latency[i].median_ms.size() && !std::isnan(latency[i].median_ms[p])) {
-            medians.push_back(latency[i].median_ms[p]);
-          }
-          if (p < latency[i].iqr_ms.size() && !std::isnan(latency[i].iqr_ms[p])) {
-            iqrs.push_back(latency[i].iqr_ms[p]);
-          }
-        }
-        series.median_ms.push_back(medians.empty() ? k_nan : median_of(std::move(medians)));
-        series.iqr_ms.push_back(iqrs.empty() ? k_nan : median_of(std::move(iqrs)));
-      }
-      out.push_back(std::move(series));
-    }
-    begin = end;
   }
   return out;
 }
