@@ -15,6 +15,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "app/cli_util.h"
 #include "app/command.h"
@@ -24,6 +25,7 @@
 #include "core/git_repo.h"
 #include "core/record.h"
 #include "core/run_digest.h"
+#include "core/safe_text.h"
 #include "core/suggest.h"
 #include "differ/baseline_accept.h"
 #include "differ/baseline_proposal.h"
@@ -41,6 +43,9 @@
 namespace driftgate {
 
 namespace {
+
+// A --note is one line of the summary, not a document.
+constexpr size_t k_max_note_bytes = 1000;
 
 // Everything `driftgate diff` was asked to do.
 struct DiffRequest {
@@ -63,6 +68,7 @@ struct DiffRequest {
   std::string color = "auto";              // auto (on a terminal), always, never
   size_t markdown_budget = k_default_markdown_budget;  // bytes of the markdown summary
   bool quiet = false;                                  // stdout: only the verdict line; stderr: nothing
+  std::vector<std::string> notes;  // --note: lines added to the report's notes (where the baseline came from)
 };
 
 const CommandHelp k_help{
@@ -139,7 +145,10 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "colour in the text summary: auto (on a terminal), always, never")(
       "markdown-budget", po::value<size_t>(&request.markdown_budget)->default_value(k_default_markdown_budget),
       "maximum bytes of the markdown summary; checks beyond it are counted, not listed")(
-      "quiet,q", po::bool_switch(&request.quiet), "print only the verdict line; no diagnostics");
+      "quiet,q", po::bool_switch(&request.quiet), "print only the verdict line; no diagnostics")(
+      "note", po::value<std::vector<std::string>>(&request.notes),
+      "add TEXT to the report's notes, shown in every output (repeatable; e.g. driftgate-gate's \"baseline built "
+      "on the spot from merge base SHA\")");
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map variables;
@@ -164,6 +173,13 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
   }
   if (!request.today.empty() && !is_iso_date(request.today)) {
     throw Error("driftgate diff: --today '" + request.today + "': expected a date YYYY-MM-DD");
+  }
+  for (const auto& note : request.notes) {
+    if (note.empty() || note.size() > k_max_note_bytes) {
+      throw Error("driftgate diff: --note: must be 1 to " + std::to_string(k_max_note_bytes) + " bytes, not " +
+                  std::to_string(note.size()));
+    }
+    require_printable(note, "driftgate diff: --note");
   }
   if (!(request.drift_factor >= 1.0)) {
     throw Error("driftgate diff: --drift-factor " + std::to_string(request.drift_factor) +
@@ -329,6 +345,7 @@ int cmd_diff(CommandContext& context) {
     diff = diff_runs(run, *baseline, diff_options);
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);
+  report.notes.insert(report.notes.begin(), request->notes.begin(), request->notes.end());
   report.latency = latency_rows(run);
   if (selection.found) {
     add_baseline_latency(report.latency, *baseline);
