@@ -147,7 +147,7 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "maximum bytes of the markdown summary; checks beyond it are counted, not listed")(
       "quiet,q", po::bool_switch(&request.quiet), "print only the verdict line; no diagnostics")(
       "note", po::value<std::vector<std::string>>(&request.notes),
-      "add TEXT to the report's notes, shown in every output (repeatable; e.g. driftgate-gate's \"baseline built "
+      "add TEXT to the report's notes, shown in every output (repeatable; e.g. driftgate-run-base's \"baseline built "
       "on the spot from merge base SHA\")");
   po::positional_options_description positional;
   positional.add("run", 1);

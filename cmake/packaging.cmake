@@ -11,9 +11,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/driftgate)
 # The README links docs/*.md by relative path: they sit beside it in the package.
 file(GLOB DRIFTGATE_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${DRIFTGATE_DOCS} DESTINATION share/doc/driftgate/docs)
-# driftgate-gate: the gate with its on-missing-baseline policy (run-base builds the merge base's
+# driftgate-run-base: the gate with its on-missing-baseline policy (run-base builds the merge base's
 # run on the spot), which the GitHub reusable workflow and the GitLab component both call.
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/driftgate-gate.sh DESTINATION bin RENAME driftgate-gate)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/driftgate-run-base.sh DESTINATION bin RENAME driftgate-run-base)
 
 if(DRIFTGATE_WITH_TORCH)
   set(CPACK_PACKAGE_NAME driftgate)

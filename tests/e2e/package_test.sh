@@ -46,7 +46,7 @@ if grep -q -- '-dev\b' "$work/depends"; then failures=$((failures + 1)); echo "F
 
 dpkg-deb -c "$deb" | awk '{print $NF}' >"$work/contents"
 expect_contains "$work/contents" "./usr/bin/driftgate" "the package installs /usr/bin/driftgate"
-expect_contains "$work/contents" "./usr/bin/driftgate-gate" "and /usr/bin/driftgate-gate (on-missing-baseline)"
+expect_contains "$work/contents" "./usr/bin/driftgate-run-base" "and /usr/bin/driftgate-run-base (on-missing-baseline)"
 expect_contains "$work/contents" "./usr/share/doc/driftgate/README.md" "the package carries the README"
 expect_contains "$work/contents" "./usr/share/doc/driftgate/docs/ci.md" "and the docs/ files it links"
 checks=$((checks + 1))
@@ -61,6 +61,6 @@ expect_contains "$work/stdout" "driftgate $PROJECT_VERSION" "--version prints th
 expect_exit 0 "the packaged driftgate runs --help" -- "$root/usr/bin/driftgate" --help
 expect_contains "$work/stdout" "Subcommands:" "--help lists the subcommands"
 expect_contains "$work/stdout" "post" "--help lists post"
-expect_exit 0 "the packaged driftgate-gate runs --help" -- "$root/usr/bin/driftgate-gate" --help
-expect_contains "$work/stdout" "--on-missing-baseline neutral|run-base" "driftgate-gate --help names its policies"
+expect_exit 0 "the packaged driftgate-run-base runs --help" -- "$root/usr/bin/driftgate-run-base" --help
+expect_contains "$work/stdout" "--on-missing-baseline neutral|run-base" "driftgate-run-base --help names its policies"
 finish

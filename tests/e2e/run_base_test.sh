@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# on-missing-baseline: run-base (tools/driftgate-gate.sh, the .deb's driftgate-gate) on a real git
+# on-missing-baseline: run-base (tools/driftgate-run-base.sh, the .deb's driftgate-run-base) on a real git
 # history whose only stored baseline has another environment key (main's baseline was run with
 # --threads 2, the pull requests with --threads 1; threads are part of the key): without run-base
 # the gate is neutral; with it the merge base is run in a git worktree on the spot and (a) a pull
@@ -8,9 +8,9 @@
 # errors (no such base, no merge base, prepare or base run failing) exit 2 and leave no worktree.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-gate=$root/tools/driftgate-gate.sh
+gate=$root/tools/driftgate-run-base.sh
 /usr/bin/python3 "$root/tools/export_models.py" digits --out "$work/models" >/dev/null || exit 1
-export TMPDIR=$work/tmp  # driftgate-gate's temporary directory and worktree must be gone after each call
+export TMPDIR=$work/tmp  # driftgate-run-base's temporary directory and worktree must be gone after each call
 mkdir -p "$TMPDIR"
 
 # json_get FILE EXPR: a Python expression over the parsed report (r), printed.

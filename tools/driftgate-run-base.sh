@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# driftgate-gate: the pull-request gate with a policy for a runner whose environment has no
-# stored baseline (installed with the .deb as /usr/bin/driftgate-gate; the GitHub reusable
+# driftgate-run-base: the pull-request gate with a policy for a runner whose environment has no
+# stored baseline (installed with the .deb as /usr/bin/driftgate-run-base; the GitHub reusable
 # workflow and the GitLab component both call it, so the logic lives here once).
 #
-#   driftgate-gate diff RUN.jsonl [--on-missing-baseline neutral|run-base] [--store S] [--base REV]
+#   driftgate-run-base diff RUN.jsonl [--on-missing-baseline neutral|run-base] [--store S] [--base REV]
 #       [--repo DIR] [--configs GLOB] [--run-args ARGS] [--prepare CMD] [--base-run FILE]
 #       [-- DIFF-OPTIONS...]
 #     Diffs RUN.jsonl with the stored baseline (driftgate diff --store S --base REV DIFF-OPTIONS).
@@ -13,7 +13,7 @@
 #     `driftgate run CONFIGS RUN-ARGS` (or --base-run FILE, a run made that way already), the
 #     base run is stored in a temporary store and RUN.jsonl is diffed with it, so both sides
 #     share one environment by construction. Every output says so (--note of driftgate diff).
-#   driftgate-gate build-base -o BASE.jsonl --configs GLOB [--run-args ARGS] [--prepare CMD]
+#   driftgate-run-base build-base -o BASE.jsonl --configs GLOB [--run-args ARGS] [--prepare CMD]
 #       [--base REV] [--repo DIR] [--if-no-baseline RUN.jsonl [--store S]]
 #     Only the base run (e.g. one per shard, on the shard's runner); with --if-no-baseline it
 #     writes nothing when a stored baseline is comparable with RUN.jsonl.
@@ -25,14 +25,14 @@
 # worktree removed in every case.
 set -uo pipefail
 
-me="driftgate-gate"
+me="driftgate-run-base"
 die() {
   echo "$me: $*" >&2
   exit 2
 }
-# usage CODE: the header above, from "driftgate-gate diff" to the exit codes.
+# usage CODE: the header above, from "driftgate-run-base diff" to the exit codes.
 usage() {
-  sed -n '/^#   driftgate-gate diff/,/^# worktree removed/p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '/^#   driftgate-run-base diff/,/^# worktree removed/p' "$0" | sed 's/^# \{0,1\}//'
   exit "$1"
 }
 
@@ -102,7 +102,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM HUP
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/driftgate-gate.XXXXXX") || die "cannot make a temporary directory"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/driftgate-run-base.XXXXXX") || die "cannot make a temporary directory"
 
 # probe RUN: prints the verdict of driftgate diff against the stored baseline (pass, fail,
 # no_baseline) and keeps its report in $tmp/probe.json; exit 2 with diff's message on an error.
