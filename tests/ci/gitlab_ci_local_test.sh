@@ -7,7 +7,10 @@
 #   - driftgate's own .gitlab-ci.yml passes the schema check (push: baseline, MR: gate
 #     and post);
 #   - the component included twice with two keys and two job prefixes gives two gates
-#     and two posters (one fixed job name would collapse them into one).
+#     and two posters (one fixed job name would collapse them into one);
+#   - on_missing_baseline reaches the gate of its include only and refuses a value not in
+#     its options; pages: true adds PREFIX-pages on default-branch pushes (only to its
+#     include), which publishes the baseline job's trend.html as public/index.html.
 # Exit 77 (skipped) without gitlab-ci-local or rsync.
 # Usage: gitlab_ci_local_test.sh DRIFTGATE FAKE_GITLAB TEMPLATE
 set -euo pipefail
@@ -113,7 +116,7 @@ cp "$template" "$own/templates/driftgate.yml"
 (cd "$own" && git init -q -b main && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm init)
 jobs_in() {  # jobs_in DIR PIPELINE_SOURCE: the job names of that pipeline, sorted
   (cd "$1" && gitlab-ci-local --list --variable "CI_PIPELINE_SOURCE=$2" --variable CI_DEFAULT_BRANCH=main \
-    --variable CI_COMMIT_BRANCH=main 2>&1) | awk '$1 ~ /^(drift[a-z0-9-]*-(gate|post|baseline)|test)$/ {print $1}' |
+    --variable CI_COMMIT_BRANCH=main 2>&1) | awk '$1 ~ /^(drift[a-z0-9-]*-(gate|post|baseline|pages)|test)$/ {print $1}' |
     sort | tr '\n' ' '
 }
 for case in "push:driftgate-baseline test" "merge_request_event:driftgate-gate driftgate-post test"; do
@@ -132,6 +135,8 @@ include:
     inputs:
       job_prefix: drift-cpu
       key: linux-cpu
+      on_missing_baseline: run-base
+      pages: true
   - local: templates/driftgate.yml
     inputs:
       job_prefix: drift-bf16
@@ -141,7 +146,7 @@ YAML
 expected="drift-bf16-gate drift-bf16-post drift-cpu-gate drift-cpu-post "
 [[ "$(jobs_in "$double" merge_request_event)" == "$expected" ]] ||
   { echo "FAIL: double include, MR: jobs '$(jobs_in "$double" merge_request_event)', expected '$expected'"; exit 1; }
-expected="drift-bf16-baseline drift-cpu-baseline "
+expected="drift-bf16-baseline drift-cpu-baseline drift-cpu-pages "
 [[ "$(jobs_in "$double" push)" == "$expected" ]] ||
   { echo "FAIL: double include, push: jobs '$(jobs_in "$double" push)', expected '$expected'"; exit 1; }
 (cd "$double" && gitlab-ci-local --preview --variable CI_PIPELINE_SOURCE=merge_request_event 2>/dev/null) |
@@ -153,5 +158,34 @@ jobs = {k: v for d in docs for k, v in d.items()}
 keys = {name: jobs[name].get("variables", {}).get("DRIFTGATE_KEY") for name in ("drift-cpu-post", "drift-bf16-post")}
 if keys != {"drift-cpu-post": "linux-cpu", "drift-bf16-post": "linux-bf16"}:
     sys.exit(f"FAIL: double include: the posters' keys are {keys}")
+policy = {name: jobs[name].get("variables", {}).get("DRIFTGATE_ON_MISSING_BASELINE") for name in ("drift-cpu-gate", "drift-bf16-gate")}
+if policy != {"drift-cpu-gate": "run-base", "drift-bf16-gate": "neutral"}:
+    sys.exit(f"FAIL: double include: on_missing_baseline reaches the gates as {policy}")
+script = "\n".join(jobs["drift-cpu-gate"]["script"])
+if "driftgate-run-base\" diff out/run.jsonl --on-missing-baseline run-base" not in script.replace("$run_base", "driftgate-run-base"):
+    sys.exit("FAIL: the gate does not call driftgate-run-base diff for run-base")
 PY
 echo "gitlab-ci-local: the component included twice gives two gates and two posters, one key each"
+
+# on_missing_baseline is typed: a value outside its options is refused before any job runs.
+sed -i 's/on_missing_baseline: run-base/on_missing_baseline: sometimes/' "$double/.gitlab-ci.yml"
+if (cd "$double" && gitlab-ci-local --list --variable CI_PIPELINE_SOURCE=push >"$work/bad-input.log" 2>&1); then
+  cat "$work/bad-input.log"; echo "FAIL: on_missing_baseline: sometimes was accepted"; exit 1; fi
+grep -q "not in the list of allowed options" "$work/bad-input.log" ||
+  { cat "$work/bad-input.log"; echo "FAIL: on_missing_baseline: sometimes: no options error"; exit 1; }
+sed -i 's/on_missing_baseline: sometimes/on_missing_baseline: run-base/' "$double/.gitlab-ci.yml"
+
+# pages: true: drift-cpu-pages publishes the baseline job's trend.html (here a stand-in) as the
+# site's index and trend.html, in the public/ artifact GitLab Pages deploys.
+mkdir -p "$double/out"
+printf '<html>trend of main %s</html>\n' "$RANDOM" >"$double/out/trend.html"
+printf 'include:\n  - local: .gitlab-ci.yml\ndrift-cpu-pages: {image: null, needs: []}\n' >"$double/.gitlab-ci-shell.yml"
+(cd "$double" && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm trend)
+(cd "$double" && timeout 120 gitlab-ci-local --file .gitlab-ci-shell.yml --json-schema-validation false drift-cpu-pages \
+  --variable CI_PIPELINE_SOURCE=push --variable CI_DEFAULT_BRANCH=main --variable CI_COMMIT_BRANCH=main) \
+  >"$work/pages.log" 2>&1 || { cat "$work/pages.log"; echo "FAIL: the pages job"; exit 1; }
+for file in index.html trend.html; do
+  cmp -s "$double/out/trend.html" "$double/.gitlab-ci-local/artifacts/drift-cpu-pages/public/$file" ||
+    { cat "$work/pages.log"; echo "FAIL: the pages artifact's public/$file is not the trend report"; exit 1; }
+done
+echo "gitlab-ci-local: on_missing_baseline reaches its gate only and is typed; pages publishes trend.html"

@@ -2,6 +2,9 @@
 composite action as GitHub would, on inputs where the old versions went wrong:
 - driftgate.yml's Verdict step reads every verdict of report.json (no_baseline included);
   its Pages job runs only for a refresh asking for it and publishes trend.html as index.html;
+  on-missing-baseline: run-base builds each shard's merge-base run (driftgate-run-base
+  build-base), merges those shards and diffs through driftgate-run-base; neutral diffs as
+  before; any other value is refused by the plan job;
 - driftgate-post.yml posts only for gate runs that concluded success or failure (not
   action_required, skipped, cancelled, timed_out);
 - action.yml's package cache key changes with tasks/ (compiled into the package);
@@ -214,6 +217,94 @@ def main():
               open(os.path.join(site, "index.html")).read() == "<html>trend</html>", result.stderr)
         os.remove(os.path.join(site, "trend.html"))
         check("no trend.html: nothing published", run_step(index_step["run"], {}, work).returncode != 0)
+
+        # 1c. on-missing-baseline: run-base, with stand-ins for driftgate and driftgate-run-base
+        # that record their arguments (the real ones: tests/e2e/run_base_test.sh).
+        bin_dir = os.path.join(work, "bin")
+        os.makedirs(bin_dir)
+        calls = os.path.join(work, "calls")
+        for name in ("driftgate", "driftgate-run-base"):
+            with open(os.path.join(bin_dir, name), "w") as f:
+                f.write(f'#!/bin/bash\nprintf "%s" "{name}" >>"{calls}"; printf " [%s]" "$@" >>"{calls}"; echo >>"{calls}"\n'
+                        'exit "${STUB_EXIT:-0}"\n')
+            os.chmod(os.path.join(bin_dir, name), 0o755)
+        stub_env = {"PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+
+        def recorded():
+            found = open(calls).read().splitlines() if os.path.exists(calls) else []
+            if os.path.exists(calls):
+                os.remove(calls)
+            return found
+
+        plan_step = step(gate["jobs"]["plan"]["steps"], "Check the inputs and list the shards")
+        for policy, ok in (("neutral", True), ("run-base", True), ("sometimes", False), ("", False)):
+            out_file = os.path.join(work, "plan_output")
+            open(out_file, "w").close()
+            result = run_step(plan_step["run"], {"MODE": "gate", "SHARDS": "1", "LIBTORCH": "debian",
+                                                 "ON_MISSING_BASELINE": policy, "GITHUB_OUTPUT": out_file}, work)
+            check(f"plan with on-missing-baseline '{policy}'", (result.returncode == 0) == ok, result.stdout)
+            if not ok:
+                check(f"plan names the choices for '{policy}'", "use neutral or run-base" in result.stdout, result.stdout)
+        check("plan passes on-missing-baseline", plan_step["env"].get("ON_MISSING_BASELINE") ==
+              "${{ inputs.on-missing-baseline }}", str(plan_step["env"]))
+        check("on-missing-baseline defaults to neutral",
+              gate["on"]["workflow_call"]["inputs"]["on-missing-baseline"]["default"] == "neutral")
+
+        base_step = step(gate["jobs"]["run"]["steps"],
+                         "Run the merge base's shard where no stored baseline matches (run-base)")
+        for mode, policy, expected in (("gate", "run-base", True), ("gate", "neutral", False),
+                                       ("refresh", "run-base", False)):
+            check(f"base shard step for mode {mode}, {policy}",
+                  evaluate(base_step["if"], {"inputs": {"mode": mode, "on-missing-baseline": policy}}) == expected,
+                  base_step["if"])
+        check("the base shard step gets the PR's base SHA",
+              base_step["env"].get("DRIFTGATE_BASE_SHA") == "${{ github.event.pull_request.base.sha }}", str(base_step["env"]))
+        result = run_step(base_step["run"], dict(stub_env, CONFIGS="configs/*.yaml", RUN_ARGS="--threads 1",
+                                                 PREPARE="make models", STORE="baselines", SHARD="1/2", INDEX="1"), work)
+        check("base shard step runs", result.returncode == 0, result.stderr)
+        check("base shard step calls driftgate-run-base build-base for its shard", recorded() == [
+            "driftgate-run-base [build-base] [--if-no-baseline] [out/run-1.jsonl] [--store] [baselines] [--configs] "
+            "[configs/*.yaml] [--run-args] [--threads 1 --shard 1/2] [--prepare] [make models] [-o] [out/base-1.jsonl]"])
+        upload = [s for s in gate["jobs"]["run"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+        check("the shard artifact carries the base shard",
+              len(upload) == 1 and "out/base-${{ matrix.shard }}.jsonl" in upload[0]["with"]["path"], str(upload))
+
+        shards = os.path.join(work, "out", "shards")
+        os.makedirs(shards, exist_ok=True)
+        merge_step = step(gate["jobs"]["gate"]["steps"], "Merge the shards")
+        diff_step = step(gate["jobs"]["gate"]["steps"], "Diff with the baseline of the merge base (the gate)")
+        for name in ("run-0.jsonl", "run-1.jsonl"):
+            open(os.path.join(shards, name), "w").close()
+        check("merge without base shards", run_step(merge_step["run"], stub_env, work).returncode == 0)
+        check("merge without base shards merges the run only", recorded() == [
+            "driftgate [merge] [out/shards/run-0.jsonl] [out/shards/run-1.jsonl] [-o] [out/run.jsonl]"])
+        for name in ("base-0.jsonl", "base-1.jsonl"):
+            open(os.path.join(shards, name), "w").close()
+        check("merge with base shards", run_step(merge_step["run"], stub_env, work).returncode == 0)
+        check("merge with base shards merges both", recorded() == [
+            "driftgate [merge] [out/shards/run-0.jsonl] [out/shards/run-1.jsonl] [-o] [out/run.jsonl]",
+            "driftgate [merge] [out/shards/base-0.jsonl] [out/shards/base-1.jsonl] [-o] [out/base-run.jsonl]"])
+        check("the diff step gets the PR's base SHA",
+              diff_step["env"].get("DRIFTGATE_BASE_SHA") == "${{ github.event.pull_request.base.sha }}", str(diff_step["env"]))
+        open(os.path.join(work, "out", "base-run.jsonl"), "w").close()
+        for policy, base_run, stub_exit in (("run-base", True, "1"), ("run-base", False, "0"), ("neutral", True, "1")):
+            if not base_run:
+                os.remove(os.path.join(work, "out", "base-run.jsonl"))
+            out_file = os.path.join(work, "diff_output")
+            open(out_file, "w").close()
+            result = run_step(diff_step["run"], dict(stub_env, STORE="baselines", POLICY="", STUB_EXIT=stub_exit,
+                                                     ON_MISSING_BASELINE=policy, GITHUB_OUTPUT=out_file), work)
+            check(f"diff step ({policy}, base run {base_run}) runs", result.returncode == 0, result.stderr)
+            check(f"diff step ({policy}, base run {base_run}) keeps the exit code",
+                  outputs(out_file).get("exit") == stub_exit, str(outputs(out_file)))
+            tail = "[--report] [out/report.json] [--markdown] [out/summary.md] [--junit] [out/junit.xml]"
+            if policy == "neutral":
+                want = "driftgate [diff] [out/run.jsonl] [--store] [baselines] " + tail
+            else:
+                want = ("driftgate-run-base [diff] [out/run.jsonl] [--on-missing-baseline] [run-base] [--store] [baselines] " +
+                        ("[--base-run] [out/base-run.jsonl] " if base_run else "") + "[--] " + tail)
+            got = recorded()
+            check(f"diff step ({policy}, base run {base_run}) calls", got == [want], f"got {got}, want {want}")
 
         # 2. The poster runs for gate runs that ran to the end, and only for pull requests.
         post = load(os.path.join(root, ".github/workflows/driftgate-post.yml"))
