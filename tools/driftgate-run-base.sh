@@ -179,13 +179,13 @@ base_opt=()
 [[ -z $base ]] || base_opt=(--base "$base")
 if [[ $mode == neutral ]]; then
   rm -rf "$tmp"
-  exec "$driftgate" diff "$run_file" --store "$store" --repo "$repo_abs" "${base_opt[@]}" "${diff_args[@]}"
+  exec "$driftgate" diff "$run_file" --store "$store" --repo "$repo" "${base_opt[@]}" "${diff_args[@]}"
 fi
 verdict=$(probe "$run_file") || exit 2
 if [[ $verdict != no_baseline ]]; then
   cleanup
   trap - EXIT
-  exec "$driftgate" diff "$run_file" --store "$store" --repo "$repo_abs" "${base_opt[@]}" "${diff_args[@]}"
+  exec "$driftgate" diff "$run_file" --store "$store" --repo "$repo" "${base_opt[@]}" "${diff_args[@]}"
 fi
 run_key=$(json_field "$tmp/probe.json" run env_key)
 if [[ -n $base_run ]]; then
@@ -204,9 +204,10 @@ base_key=${stored%%/*}
 [[ $base_key == "$run_key" ]] ||
   die "the base run's environment $base_key differs from the run's $run_key: run both on the same runner"
 note="baseline built on the spot from merge base $merge_base on this runner (no stored baseline in $store"
-note+=" for environment $run_key; on-missing-baseline: run-base)"
+note+=" for environment $run_key; on-missing-baseline: run-base). It is not kept: baseline accept needs a"
+note+=" stored baseline of this environment (refresh on a runner of this key)"
 echo "$me: $note" >&2
 status=0
-"$driftgate" diff "$run_file" --store "$tmp/store" --repo "$repo_abs" --base "$merge_base" --note "$note" \
+"$driftgate" diff "$run_file" --store "$tmp/store" --repo "$repo" --base "$merge_base" --note "$note" \
   "${diff_args[@]}" || status=$?
 exit "$status"
