@@ -1,5 +1,5 @@
 // driftgate sweep: the pass rate of every target backend at several tolerances,
-// answered from the minimum tolerances one run recorded (core/sweep.h). Torch-free.
+// answered from the minimum tolerances one run recorded (differ/sweep.h). Torch-free.
 #include <optional>
 #include <ostream>
 #include <string>
@@ -9,7 +9,7 @@
 #include "app/command.h"
 #include "core/error.h"
 #include "core/record.h"
-#include "core/sweep.h"
+#include "differ/sweep.h"
 
 namespace driftgate {
 

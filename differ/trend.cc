@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "core/run_digest.h"
-#include "core/sweep.h"
 #include "differ/latency.h"
+#include "differ/sweep.h"
 
 namespace driftgate {
 

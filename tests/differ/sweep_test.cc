@@ -1,4 +1,4 @@
-#include "core/sweep.h"
+#include "differ/sweep.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/sweep.h"
+#include "differ/sweep.h"
 
 #include <algorithm>
 #include <cmath>
