@@ -1,4 +1,4 @@
-// libFuzzer target: the model-file pre-flight (core/torchscript_archive.h), which
+// libFuzzer target: the model-file pre-flight (runner/torchscript_archive.h), which
 // reads a zip's end record and central directory, data.pkl's first opcodes and the
 // root class's (deflated) code from a file nobody vouched for.
 //
@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/torchscript_archive.h"
+#include "runner/torchscript_archive.h"
 
 namespace {
 

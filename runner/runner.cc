@@ -14,7 +14,6 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/tolerance.h"
-#include "core/torchscript_archive.h"
 #include "runner/backend.h"
 #include "runner/backend_messages.h"
 #include "runner/backend_run.h"
@@ -26,6 +25,7 @@
 #include "runner/tier1.h"
 #include "runner/tier2_localize.h"
 #include "runner/tier3.h"
+#include "runner/torchscript_archive.h"
 
 namespace driftgate {
 namespace {

@@ -1,5 +1,5 @@
 // A minimal zip writer for tests: stored (uncompressed) entries, CRCs left 0.
-// Enough for code that reads zip structure (core/torchscript_archive.h) and for
+// Enough for code that reads zip structure (runner/torchscript_archive.h) and for
 // archives that must pass that check yet fail to load in LibTorch.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The pre-flight look at model files: complete TorchScript archives pass; text
 // files, cut-off downloads, state_dicts and other zips are named for what they are.
-#include "core/torchscript_archive.h"
+#include "runner/torchscript_archive.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

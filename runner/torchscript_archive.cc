@@ -1,4 +1,4 @@
-#include "core/torchscript_archive.h"
+#include "runner/torchscript_archive.h"
 
 #include <zlib.h>
 
