@@ -195,7 +195,8 @@ class Cursor {
   // only ever read after a key, '[' or ',', none of which can be the line's last byte.
   static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-  bool integer() {
+  // `value`, when given, gets the integer (at most 18 digits: it fits).
+  bool integer(int64_t* value = nullptr) {
     const char* start = m_at;
     if (*m_at == '-') {
       ++m_at;
@@ -211,7 +212,17 @@ class Cursor {
         ++m_at;
       }
     }
-    return m_at - digits <= 18 && m_at > start;
+    if (m_at - digits > 18) {
+      return false;
+    }
+    if (value != nullptr) {
+      int64_t magnitude = 0;
+      for (const char* d = digits; d != m_at; ++d) {
+        magnitude = magnitude * 10 + (*d - '0');
+      }
+      *value = *start == '-' ? -magnitude : magnitude;
+    }
+    return true;
   }
 
   // A JSON number token; `text` views it.
@@ -302,17 +313,24 @@ class Cursor {
     return !(value == 0.0 && token.front() == '-');
   }
 
-  // [integer, ...]
-  bool integers() {
+  // [integer, ...]; `values`, when given, gets them.
+  bool integers(std::vector<int64_t>* values = nullptr) {
     if (!literal("[")) {
       return false;
+    }
+    if (values != nullptr) {
+      values->clear();
     }
     if (literal("]")) {
       return true;
     }
     do {
-      if (!integer()) {
+      int64_t value = 0;
+      if (!integer(values != nullptr ? &value : nullptr)) {
         return false;
+      }
+      if (values != nullptr) {
+        values->push_back(value);
       }
     } while (literal(","));
     return literal("]");
@@ -348,48 +366,79 @@ bool known_rule(std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-bool observed(Cursor& in) {
-  std::string_view text;
-  return in.literal("{\"device\":") && in.string(text) && in.literal(",\"dtype\":") && in.string(text) &&
-         in.literal(",\"memory_format\":") && in.string(text) && in.literal(",\"shape\":") && in.integers() &&
-         in.literal("}");
+// A string member's value, kept in `out` when given.
+bool text(Cursor& in, std::string* out) {
+  std::string_view view;
+  if (!in.string(view)) {
+    return false;
+  }
+  if (out != nullptr) {
+    out->assign(view);
+  }
+  return true;
+}
+
+// An "observed_*" object; `out`, when given, gets its values.
+bool observed(Cursor& in, ObservedTensor* out) {
+  return in.literal("{\"device\":") && text(in, out != nullptr ? &out->device : nullptr) && in.literal(",\"dtype\":") &&
+         text(in, out != nullptr ? &out->dtype : nullptr) && in.literal(",\"memory_format\":") &&
+         text(in, out != nullptr ? &out->memory_format : nullptr) && in.literal(",\"shape\":") &&
+         in.integers(out != nullptr ? &out->shape : nullptr) && in.literal("}");
 }
 
 // The members of "stats" in the writer's order, each with its key (the leading comma or
 // brace and the colon), its kind ('i' integer, 'n' number, 'm' the number max_abs, 'a'
-// integer array, 'o' the oracle object) and whether the writer may leave it out.
+// integer array, 'o' the oracle object), whether the writer may leave it out, and the
+// Tier1Stats field a full read puts it in.
 struct Member {
   std::string_view key;
   char kind;
   bool optional;
+  int64_t Tier1Stats::*integer = nullptr;
+  double Tier1Stats::*number = nullptr;
+  std::vector<int64_t> Tier1Stats::*integers = nullptr;
+  std::optional<double> Tier1Stats::*optional_number = nullptr;
 };
 
+constexpr Member integer_member(std::string_view key, int64_t Tier1Stats::*field) {
+  return {key, 'i', false, field, nullptr, nullptr, nullptr};
+}
+constexpr Member number_member(std::string_view key, double Tier1Stats::*field, char kind = 'n') {
+  return {key, kind, false, nullptr, field, nullptr, nullptr};
+}
+constexpr Member integers_member(std::string_view key, std::vector<int64_t> Tier1Stats::*field) {
+  return {key, 'a', false, nullptr, nullptr, field, nullptr};
+}
+constexpr Member optional_member(std::string_view key, std::optional<double> Tier1Stats::*field) {
+  return {key, 'n', true, nullptr, nullptr, nullptr, field};
+}
+
 constexpr Member k_stats[] = {
-    {"{\"numel\":", 'i', false},
-    {",\"mismatches\":", 'i', false},
-    {",\"mismatch_fraction\":", 'n', false},
-    {",\"max_abs\":", 'm', false},
-    {",\"max_abs_index\":", 'a', false},
-    {",\"max_abs_reference\":", 'n', false},
-    {",\"max_abs_target\":", 'n', false},
-    {",\"max_rel\":", 'n', false},
-    {",\"max_rel_index\":", 'a', false},
-    {",\"rel_floor\":", 'n', false},
-    {",\"max_abs_reference_value\":", 'n', false},
-    {",\"nan_reference\":", 'i', false},
-    {",\"nan_target\":", 'i', false},
-    {",\"inf_reference\":", 'i', false},
-    {",\"inf_target\":", 'i', false},
-    {",\"min_atol\":", 'n', false},
-    {",\"min_rtol\":", 'n', false},
-    {",\"mean_abs\":", 'n', false},
-    {",\"p99_abs\":", 'n', false},
-    {",\"rmse\":", 'n', false},
-    {",\"cosine_similarity\":", 'n', false},
-    {",\"max_ulp\":", 'n', false},
+    integer_member("{\"numel\":", &Tier1Stats::numel),
+    integer_member(",\"mismatches\":", &Tier1Stats::mismatches),
+    number_member(",\"mismatch_fraction\":", &Tier1Stats::mismatch_fraction),
+    number_member(",\"max_abs\":", &Tier1Stats::max_abs, 'm'),
+    integers_member(",\"max_abs_index\":", &Tier1Stats::max_abs_index),
+    number_member(",\"max_abs_reference\":", &Tier1Stats::max_abs_reference),
+    number_member(",\"max_abs_target\":", &Tier1Stats::max_abs_target),
+    number_member(",\"max_rel\":", &Tier1Stats::max_rel),
+    integers_member(",\"max_rel_index\":", &Tier1Stats::max_rel_index),
+    number_member(",\"rel_floor\":", &Tier1Stats::rel_floor),
+    number_member(",\"max_abs_reference_value\":", &Tier1Stats::max_abs_reference_value),
+    integer_member(",\"nan_reference\":", &Tier1Stats::nan_reference),
+    integer_member(",\"nan_target\":", &Tier1Stats::nan_target),
+    integer_member(",\"inf_reference\":", &Tier1Stats::inf_reference),
+    integer_member(",\"inf_target\":", &Tier1Stats::inf_target),
+    number_member(",\"min_atol\":", &Tier1Stats::min_atol),
+    number_member(",\"min_rtol\":", &Tier1Stats::min_rtol),
+    number_member(",\"mean_abs\":", &Tier1Stats::mean_abs),
+    number_member(",\"p99_abs\":", &Tier1Stats::p99_abs),
+    number_member(",\"rmse\":", &Tier1Stats::rmse),
+    number_member(",\"cosine_similarity\":", &Tier1Stats::cosine_similarity),
+    number_member(",\"max_ulp\":", &Tier1Stats::max_ulp),
     {",\"oracle\":", 'o', true},
-    {",\"reference_repeat_max_abs\":", 'n', true},
-    {",\"target_repeat_max_abs\":", 'n', true},
+    optional_member(",\"reference_repeat_max_abs\":", &Tier1Stats::reference_repeat_max_abs),
+    optional_member(",\"target_repeat_max_abs\":", &Tier1Stats::target_repeat_max_abs),
 };
 constexpr size_t k_stats_count = sizeof k_stats / sizeof k_stats[0];
 constexpr size_t k_max_abs_member = 3;
@@ -397,25 +446,41 @@ static_assert(k_stats[k_max_abs_member].kind == 'm');
 static_assert(k_stats_count == sizeof CanonicalMemo{}.stats_ends / sizeof(uint32_t));
 
 // Member `M` of "stats" (its key and value) at the cursor. False when the line does not
-// go on with it; an optional member that is not there is read as nothing.
+// go on with it; an optional member that is not there is read as nothing. `full`, when
+// given, gets the member's value (a full read; a digest converts max_abs only).
 template <size_t M>
-bool stats_member(Cursor& in, CheckDigest& digest) {
+bool stats_member(Cursor& in, CheckDigest& digest, Tier1Stats* full) {
   constexpr Member member = k_stats[M];
   if (!in.literal(member.key)) {
     return member.optional;
   }
   if constexpr (member.kind == 'i') {
-    return in.integer();
+    return in.integer(full != nullptr ? &(full->*member.integer) : nullptr);
   } else if constexpr (member.kind == 'a') {
-    return in.integers();
+    return in.integers(full != nullptr ? &(full->*member.integers) : nullptr);
   } else if constexpr (member.kind == 'm') {
-    return in.number(digest.max_abs);
+    if (!in.number(digest.max_abs)) {
+      return false;
+    }
+    if (full != nullptr) {
+      full->max_abs = digest.max_abs;
+    }
+    return true;
   } else if constexpr (member.kind == 'o') {
-    return in.literal("{\"reference_max_abs\":") && in.number() && in.literal(",\"target_max_abs\":") && in.number() &&
-           in.literal(",\"reference_rmse\":") && in.number() && in.literal(",\"target_rmse\":") && in.number() &&
-           in.literal("}");
+    if (full == nullptr) {
+      return in.literal("{\"reference_max_abs\":") && in.number() && in.literal(",\"target_max_abs\":") &&
+             in.number() && in.literal(",\"reference_rmse\":") && in.number() && in.literal(",\"target_rmse\":") &&
+             in.number() && in.literal("}");
+    }
+    OracleErrors& oracle = full->oracle.emplace();
+    return in.literal("{\"reference_max_abs\":") && in.number(oracle.reference_max_abs) &&
+           in.literal(",\"target_max_abs\":") && in.number(oracle.target_max_abs) &&
+           in.literal(",\"reference_rmse\":") && in.number(oracle.reference_rmse) && in.literal(",\"target_rmse\":") &&
+           in.number(oracle.target_rmse) && in.literal("}");
+  } else if constexpr (member.optional) {
+    return full != nullptr ? in.number((full->*member.optional_number).emplace()) : in.number();
   } else {
-    return in.number();
+    return full != nullptr ? in.number(full->*member.number) : in.number();
   }
 }
 
@@ -446,7 +511,7 @@ size_t shared_prefix(const char* a, const char* b, size_t n) {
   return at;
 }
 
-using MemberReader = bool (*)(Cursor&, CheckDigest&);
+using MemberReader = bool (*)(Cursor&, CheckDigest&, Tier1Stats*);
 
 template <size_t... M>
 constexpr std::array<MemberReader, sizeof...(M)> member_readers(std::index_sequence<M...>) {
@@ -462,7 +527,8 @@ constexpr std::array<MemberReader, k_stats_count> k_member_readers =
 // shared bytes are found sixteen at a time, and only the members where the two differ
 // are parsed. Neighbouring checks mostly share most of their statistics. The memo's
 // ends are replaced one by one as the members are read (each after its own is used).
-bool stats(Cursor& in, CheckDigest& digest, CanonicalMemo* memo) {
+// A full read (`full`: the values go there) takes no memo.
+bool stats(Cursor& in, CheckDigest& digest, CanonicalMemo* memo, Tier1Stats* full) {
   uint32_t own_ends[k_stats_count];  // without a memo
   uint32_t* ends = memo != nullptr ? memo->stats_ends : own_ends;
   const char* known = memo != nullptr && !memo->stats.empty() ? memo->stats.data() : nullptr;
@@ -497,7 +563,7 @@ bool stats(Cursor& in, CheckDigest& digest, CanonicalMemo* memo) {
       }
     }
     size_t known_end = known != nullptr ? ends[m] : 0;
-    read = k_member_readers[m](in, digest);
+    read = k_member_readers[m](in, digest, full);
     ends[m] = static_cast<uint32_t>(in.at() - object);
     known_begin = known_end;
     ++m;
@@ -518,9 +584,10 @@ bool stats(Cursor& in, CheckDigest& digest, CanonicalMemo* memo) {
 
 // A tolerance value: put_raw_double's number (never a string: the reader's
 // to_number would take "nan", but the writer writes null, which it refuses).
-bool raw_number(Cursor& in) {
+// `value`, when given, gets it converted (a negative zero refused, as by number()).
+bool raw_number(Cursor& in, double* value = nullptr) {
   std::string_view token;
-  return in.number_token(token);
+  return value != nullptr ? in.finite_number(*value) : in.number_token(token);
 }
 
 // The last member and the closing brace: ,"timings_ms":{"reference":N,"target":N}}, the
@@ -563,8 +630,10 @@ bool block(Cursor& in, std::string_view* memo, Read&& read) {
 }
 
 // The canonical check at the start of `in` (see read_canonical_check); where it ends
-// (past its closing brace), or null when it is in any other form.
-const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo) {
+// (past its closing brace), or null when it is in any other form. `full`, when given,
+// gets every value of the line (read_canonical_record; no memo then): the one pass
+// that reads digests also reads whole records, so the two cannot accept differently.
+const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo, CheckRecord* full = nullptr) {
   const char* line = in.at();
   std::string_view input;
   std::string_view reference;
@@ -586,29 +655,55 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
         in.literal(",\"message\":") && in.string(digest.message) && in.literal(",\"tolerance\":"))) {
     return nullptr;
   }
-  auto tolerance = [&in, &rule] {
+  Tolerance* limits = full != nullptr ? &full->tolerance : nullptr;  // a full read's values go here
+  auto tolerance = [&in, &rule, limits] {
     std::string_view origin;
+    if (limits != nullptr) {
+      limits->k = 0.0;
+      limits->origin.clear();
+    }
     // k and origin: written when the rule is oracle and when the origin is known.
     return in.literal("{\"rule\":") && in.string(rule) && known_rule(rule) && in.literal(",\"atol\":") &&
-           raw_number(in) && in.literal(",\"rtol\":") && raw_number(in) && (!in.literal(",\"k\":") || raw_number(in)) &&
-           (!in.literal(",\"origin\":") || in.string(origin)) && in.literal("}");
+           raw_number(in, limits != nullptr ? &limits->atol : nullptr) && in.literal(",\"rtol\":") &&
+           raw_number(in, limits != nullptr ? &limits->rtol : nullptr) &&
+           (!in.literal(",\"k\":") || raw_number(in, limits != nullptr ? &limits->k : nullptr)) &&
+           (!in.literal(",\"origin\":") || text(in, limits != nullptr ? &limits->origin : nullptr)) && in.literal("}");
   };
-  auto observed_block = [&in] { return observed(in); };
+  auto observed_block = [&in] { return observed(in, nullptr); };
+  if (full != nullptr) {
+    memo = nullptr;  // it would skip values a full read converts
+  }
   if (!block(in, memo != nullptr ? &memo->tolerance : nullptr, tolerance) || !known_status(status, digest.status)) {
     return nullptr;
   }
   std::string_view* observed_memo = memo != nullptr ? &memo->observed : nullptr;
-  if (in.literal(",\"observed_reference\":") && !block(in, observed_memo, observed_block)) {
+  auto observed_member = [&](const char* key, std::optional<ObservedTensor>* into) {
+    if (!in.literal(key)) {
+      return true;  // optional
+    }
+    if (full != nullptr) {
+      return observed(in, &into->emplace());
+    }
+    return block(in, observed_memo, observed_block);
+  };
+  if (!observed_member(",\"observed_reference\":", full != nullptr ? &full->observed_reference : nullptr) ||
+      !observed_member(",\"observed_target\":", full != nullptr ? &full->observed_target : nullptr)) {
     return nullptr;
   }
-  if (in.literal(",\"observed_target\":") && !block(in, observed_memo, observed_block)) {
-    return nullptr;
-  }
-  if (in.literal(",\"stats\":") && !stats(in, digest, memo)) {
+  if (in.literal(",\"stats\":") && !stats(in, digest, memo, full != nullptr ? &full->stats.emplace() : nullptr)) {
     return nullptr;
   }
   const char* timings = in.at();
-  if (memo != nullptr && !memo->timings.empty() && in.literal(memo->timings)) {
+  if (full != nullptr) {
+    CheckTimings values;
+    if (!timings_tail(in, &values)) {
+      return nullptr;
+    }
+    full->reference_ms = values.reference_ms;
+    full->target_ms = values.target_ms;
+    full->reference_iqr_ms = values.reference_iqr_ms;
+    full->target_iqr_ms = values.target_iqr_ms;
+  } else if (memo != nullptr && !memo->timings.empty() && in.literal(memo->timings)) {
     // The same bytes as the last line's timings member, which was read: what follows
     // the closing brace is checked by the caller as it would be.
   } else {
@@ -646,6 +741,17 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
   }
   digest.line = std::string_view(line, static_cast<size_t>(in.at() - line));
   digest.timings_at = static_cast<uint32_t>(timings - line);
+  if (full != nullptr) {
+    full->id.assign(digest.id);
+    full->experiment.assign(digest.experiment);
+    full->input.assign(input);
+    full->reference.assign(reference);
+    full->target.assign(target);
+    full->output.assign(digest.output);
+    full->status = digest.status;
+    full->message.assign(digest.message);
+    full->tolerance.rule = parse_tolerance_rule(std::string(rule));
+  }
   return in.at();
 }
 
@@ -724,6 +830,16 @@ size_t read_canonical_check_at(std::string_view text, CheckDigest& digest, Canon
   }
   Cursor in(text);
   return first_line_read(text, parse_canonical(in, digest, memo));
+}
+
+bool read_canonical_record(std::string_view line, CheckRecord& check) {
+  if (line.empty() || line.back() != '}') {
+    return false;
+  }
+  check = CheckRecord{};
+  CheckDigest digest;
+  Cursor in(line);
+  return parse_canonical(in, digest, nullptr, &check) == line.data() + line.size();
 }
 
 CheckTimings timings_of(const CheckDigest& check) {

@@ -19,6 +19,7 @@
 #include "core/check_json.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/record_json.h"
 #include "core/record_task.h"
 #include "core/safe_text.h"
 #include "core/strict_json.h"
@@ -54,93 +55,6 @@ constexpr StatusName k_status_names[] = {
     {CheckStatus::k_nonfinite_output, "nonfinite_output"},
 };
 
-double to_number(const Json& value) {
-  if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (text == "nan") {
-      return std::nan("");
-    }
-    if (text == "inf") {
-      return INFINITY;
-    }
-    if (text == "-inf") {
-      return -INFINITY;
-    }
-    throw Error("expected a number, got \"" + text + "\"");
-  }
-  if (!value.is_number()) {
-    throw Error("expected a number, got " + value.dump());
-  }
-  return value.get<double>();
-}
-
-const Json& field(const Json& object, const char* name) {
-  auto it = object.find(name);
-  if (it == object.end()) {
-    throw Error(std::string("missing field '") + name + "'");
-  }
-  return *it;
-}
-
-std::string text(const Json& object, const char* name) {
-  const Json& value = field(object, name);
-  if (!value.is_string()) {
-    throw Error(std::string("field '") + name + "' must be a string");
-  }
-  return value.get<std::string>();
-}
-
-int64_t integer(const Json& object, const char* name) {
-  const Json& value = field(object, name);
-  if (!value.is_number_integer()) {
-    throw Error(std::string("field '") + name + "' must be an integer");
-  }
-  // Never wrapped: 2^64-1 is not -1.
-  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    throw Error(std::string("field '") + name + "' is " + value.dump() + ", out of range");
-  }
-  return value.get<int64_t>();
-}
-
-// An integer that must fit an int: never truncated (2^32 + 1 is not 1).
-int small_integer(const Json& object, const char* name) {
-  int64_t value = integer(object, name);
-  if (value < INT_MIN || value > INT_MAX) {
-    throw Error(std::string("field '") + name + "' is " + std::to_string(value) + ", out of range");
-  }
-  return static_cast<int>(value);
-}
-
-std::vector<std::string> strings(const Json& object, const char* name) {
-  const Json& value = field(object, name);
-  if (!value.is_array()) {
-    throw Error(std::string("field '") + name + "' must be an array");
-  }
-  std::vector<std::string> items;
-  for (const auto& item : value) {
-    if (!item.is_string()) {
-      throw Error(std::string("field '") + name + "' must hold strings");
-    }
-    items.push_back(item.get<std::string>());
-  }
-  return items;
-}
-
-std::vector<int64_t> integers(const Json& value) {
-  std::vector<int64_t> items;
-  if (!value.is_array()) {
-    throw Error("expected an array of integers, got " + value.dump());
-  }
-  for (const auto& item : value) {
-    // get<int64_t>() of a float is a cast that overflows (undefined) past 2^63.
-    if (!item.is_number_integer()) {
-      throw Error("expected an array of integers, got " + value.dump());
-    }
-    items.push_back(item.get<int64_t>());
-  }
-  return items;
-}
-
 Json tolerance_json(const Tolerance& tolerance) {
   Json json{{"rule", to_string(tolerance.rule)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
   if (tolerance.k > 0.0) {
@@ -155,14 +69,14 @@ Json tolerance_json(const Tolerance& tolerance) {
 // k and origin are optional: records written before them have neither.
 Tolerance parse_tolerance(const Json& json) {
   Tolerance tolerance;
-  tolerance.atol = to_number(field(json, "atol"));
-  tolerance.rtol = to_number(field(json, "rtol"));
-  tolerance.rule = parse_tolerance_rule(text(json, "rule"));
+  tolerance.atol = JsonFields(json).number("atol");
+  tolerance.rtol = JsonFields(json).number("rtol");
+  tolerance.rule = parse_tolerance_rule(JsonFields(json).text("rule"));
   if (json.contains("k")) {
-    tolerance.k = to_number(json["k"]);
+    tolerance.k = JsonFields(json).number("k");
   }
   if (json.contains("origin")) {
-    tolerance.origin = text(json, "origin");
+    tolerance.origin = JsonFields(json).text("origin");
   }
   return tolerance;
 }
@@ -195,63 +109,63 @@ ToleranceOverride parse_tolerance_override(const Json& json) {
   for (const auto& [key, value] :
        {std::pair{"target", &entry.target}, {"output", &entry.output}, {"dtype", &entry.dtype}}) {
     if (json.contains(key)) {
-      *value = text(json, key);
+      *value = JsonFields(json).text(key);
     }
   }
   if (json.contains("rule")) {
-    entry.rule = parse_tolerance_rule(text(json, "rule"));
+    entry.rule = parse_tolerance_rule(JsonFields(json).text("rule"));
   }
   for (const auto& [key, value] : {std::pair{"atol", &entry.atol}, {"rtol", &entry.rtol}, {"k", &entry.k}}) {
     if (json.contains(key)) {
-      *value = to_number(json[key]);
+      *value = JsonFields(json).number(key);
     }
   }
-  entry.origin = text(json, "origin");
+  entry.origin = JsonFields(json).text("origin");
   return entry;
 }
 
 OracleErrors parse_oracle(const Json& json) {
-  return OracleErrors{to_number(field(json, "reference_max_abs")), to_number(field(json, "target_max_abs")),
-                      to_number(field(json, "reference_rmse")), to_number(field(json, "target_rmse"))};
+  return OracleErrors{JsonFields(json).number("reference_max_abs"), JsonFields(json).number("target_max_abs"),
+                      JsonFields(json).number("reference_rmse"), JsonFields(json).number("target_rmse")};
 }
 
 ObservedTensor parse_observed(const Json& json) {
-  return ObservedTensor{text(json, "device"), text(json, "dtype"), text(json, "memory_format"),
-                        integers(field(json, "shape"))};
+  return ObservedTensor{JsonFields(json).text("device"), JsonFields(json).text("dtype"),
+                        JsonFields(json).text("memory_format"), JsonFields(json).integers("shape")};
 }
 
 Tier1Stats parse_stats(const Json& json) {
   Tier1Stats stats;
-  stats.numel = integer(json, "numel");
-  stats.mismatches = integer(json, "mismatches");
-  stats.mismatch_fraction = to_number(field(json, "mismatch_fraction"));
-  stats.max_abs = to_number(field(json, "max_abs"));
-  stats.max_abs_index = integers(field(json, "max_abs_index"));
-  stats.max_abs_reference = to_number(field(json, "max_abs_reference"));
-  stats.max_abs_target = to_number(field(json, "max_abs_target"));
-  stats.max_rel = to_number(field(json, "max_rel"));
-  stats.max_rel_index = integers(field(json, "max_rel_index"));
-  stats.rel_floor = to_number(field(json, "rel_floor"));
-  stats.max_abs_reference_value = to_number(field(json, "max_abs_reference_value"));
-  stats.nan_reference = integer(json, "nan_reference");
-  stats.nan_target = integer(json, "nan_target");
-  stats.inf_reference = integer(json, "inf_reference");
-  stats.inf_target = integer(json, "inf_target");
-  stats.min_atol = to_number(field(json, "min_atol"));
-  stats.min_rtol = to_number(field(json, "min_rtol"));
-  stats.mean_abs = to_number(field(json, "mean_abs"));
-  stats.p99_abs = to_number(field(json, "p99_abs"));
-  stats.rmse = to_number(field(json, "rmse"));
-  stats.cosine_similarity = to_number(field(json, "cosine_similarity"));
-  stats.max_ulp = to_number(field(json, "max_ulp"));
+  stats.numel = JsonFields(json).integer("numel");
+  stats.mismatches = JsonFields(json).integer("mismatches");
+  stats.mismatch_fraction = JsonFields(json).number("mismatch_fraction");
+  stats.max_abs = JsonFields(json).number("max_abs");
+  stats.max_abs_index = JsonFields(json).integers("max_abs_index");
+  stats.max_abs_reference = JsonFields(json).number("max_abs_reference");
+  stats.max_abs_target = JsonFields(json).number("max_abs_target");
+  stats.max_rel = JsonFields(json).number("max_rel");
+  stats.max_rel_index = JsonFields(json).integers("max_rel_index");
+  stats.rel_floor = JsonFields(json).number("rel_floor");
+  stats.max_abs_reference_value = JsonFields(json).number("max_abs_reference_value");
+  stats.nan_reference = JsonFields(json).integer("nan_reference");
+  stats.nan_target = JsonFields(json).integer("nan_target");
+  stats.inf_reference = JsonFields(json).integer("inf_reference");
+  stats.inf_target = JsonFields(json).integer("inf_target");
+  stats.min_atol = JsonFields(json).number("min_atol");
+  stats.min_rtol = JsonFields(json).number("min_rtol");
+  stats.mean_abs = JsonFields(json).number("mean_abs");
+  stats.p99_abs = JsonFields(json).number("p99_abs");
+  stats.rmse = JsonFields(json).number("rmse");
+  stats.cosine_similarity = JsonFields(json).number("cosine_similarity");
+  stats.max_ulp = JsonFields(json).number("max_ulp");
   if (json.contains("oracle")) {
     stats.oracle = parse_oracle(json["oracle"]);
   }
   if (json.contains("reference_repeat_max_abs")) {
-    stats.reference_repeat_max_abs = to_number(json["reference_repeat_max_abs"]);
+    stats.reference_repeat_max_abs = JsonFields(json).number("reference_repeat_max_abs");
   }
   if (json.contains("target_repeat_max_abs")) {
-    stats.target_repeat_max_abs = to_number(json["target_repeat_max_abs"]);
+    stats.target_repeat_max_abs = JsonFields(json).number("target_repeat_max_abs");
   }
   return stats;
 }
@@ -270,10 +184,10 @@ Json environment_json(const Environment& environment) {
 
 Environment parse_environment(const Json& json) {
   Environment environment;
-  for (const auto& [name, value] : field(json, "keyed").items()) {
+  for (const auto& [name, value] : JsonFields(json).get("keyed").items()) {
     environment.keyed[name] = value.get<std::string>();
   }
-  for (const auto& [name, value] : field(json, "info").items()) {
+  for (const auto& [name, value] : JsonFields(json).get("info").items()) {
     environment.info[name] = value.get<std::string>();
   }
   return environment;
@@ -281,45 +195,45 @@ Environment parse_environment(const Json& json) {
 
 RunHeader parse_header(const Json& json) {
   RunHeader header;
-  header.schema = small_integer(json, "schema");
+  header.schema = JsonFields(json).small_integer("schema");
   if (header.schema != k_record_schema_version) {
     throw Error("record schema " + std::to_string(header.schema) + " is not supported (this driftgate reads " +
                 std::to_string(k_record_schema_version) + "); re-run with this driftgate version");
   }
-  header.tool_version = text(json, "tool_version");
-  const Json& commit = field(json, "commit");
-  header.commit.sha = text(commit, "sha");
-  header.commit.branch = text(commit, "branch");
-  header.commit.dirty = field(commit, "dirty").get<bool>();
-  header.environment = parse_environment(field(json, "environment"));
+  header.tool_version = JsonFields(json).text("tool_version");
+  const Json& commit = JsonFields(json).get("commit");
+  header.commit.sha = JsonFields(commit).text("sha");
+  header.commit.branch = JsonFields(commit).text("branch");
+  header.commit.dirty = JsonFields(commit).boolean("dirty");
+  header.environment = parse_environment(JsonFields(json).get("environment"));
   if (json.contains("shard")) {
     const Json& shard = json["shard"];
-    header.shard.index = small_integer(shard, "index");
-    header.shard.count = small_integer(shard, "count");
+    header.shard.index = JsonFields(shard).small_integer("index");
+    header.shard.count = JsonFields(shard).small_integer("count");
     if (header.shard.count < 1 || header.shard.index < 0 || header.shard.index >= header.shard.count) {
       throw Error("shard " + std::to_string(header.shard.index) + "/" + std::to_string(header.shard.count) +
                   " is out of range (index must be 0..count-1)");
     }
   }
-  std::string key = text(json, "env_key");
+  std::string key = JsonFields(json).text("env_key");
   if (key != header.environment.key()) {
     throw Error("env_key " + key + " does not match the environment it describes (" + header.environment.key() +
                 "); the file was edited by hand or is corrupt");
   }
-  for (const auto& item : field(json, "experiments")) {
+  for (const auto& item : JsonFields(json).get("experiments")) {
     ExperimentHeader experiment;
-    experiment.name = text(item, "name");
-    experiment.config_path = text(item, "config_path");
-    experiment.config_hash = text(item, "config_hash");
-    experiment.model_path = text(item, "model_path");
-    experiment.model_hash = text(item, "model_hash");
-    experiment.inputs = strings(item, "inputs");
-    experiment.reference = text(item, "reference");
-    experiment.targets = strings(item, "targets");
-    experiment.tolerance = parse_tolerance(field(item, "tolerance"));
-    experiment.tolerance_origin = text(item, "tolerance_origin");
+    experiment.name = JsonFields(item).text("name");
+    experiment.config_path = JsonFields(item).text("config_path");
+    experiment.config_hash = JsonFields(item).text("config_hash");
+    experiment.model_path = JsonFields(item).text("model_path");
+    experiment.model_hash = JsonFields(item).text("model_hash");
+    experiment.inputs = JsonFields(item).strings("inputs");
+    experiment.reference = JsonFields(item).text("reference");
+    experiment.targets = JsonFields(item).strings("targets");
+    experiment.tolerance = parse_tolerance(JsonFields(item).get("tolerance"));
+    experiment.tolerance_origin = JsonFields(item).text("tolerance_origin");
     if (item.contains("tolerances")) {
-      for (const auto& entry : field(item, "tolerances")) {
+      for (const auto& entry : JsonFields(item).get("tolerances")) {
         experiment.tolerance_overrides.push_back(parse_tolerance_override(entry));
       }
     }
@@ -338,15 +252,15 @@ RunHeader parse_header(const Json& json) {
 
 CheckRecord parse_check(const Json& json) {
   CheckRecord check;
-  check.id = text(json, "id");
-  check.experiment = text(json, "experiment");
-  check.input = text(json, "input");
-  check.reference = text(json, "reference");
-  check.target = text(json, "target");
-  check.output = text(json, "output");
-  check.status = parse_check_status(text(json, "status"));
-  check.message = text(json, "message");
-  check.tolerance = parse_tolerance(field(json, "tolerance"));
+  check.id = JsonFields(json).text("id");
+  check.experiment = JsonFields(json).text("experiment");
+  check.input = JsonFields(json).text("input");
+  check.reference = JsonFields(json).text("reference");
+  check.target = JsonFields(json).text("target");
+  check.output = JsonFields(json).text("output");
+  check.status = parse_check_status(JsonFields(json).text("status"));
+  check.message = JsonFields(json).text("message");
+  check.tolerance = parse_tolerance(JsonFields(json).get("tolerance"));
   if (json.contains("observed_reference")) {
     check.observed_reference = parse_observed(json["observed_reference"]);
   }
@@ -357,7 +271,7 @@ CheckRecord parse_check(const Json& json) {
     check.stats = parse_stats(json["stats"]);
   }
   if (json.contains("localization")) {
-    check.localization = parse_localization_json(json["localization"].dump());
+    check.localization = localization_from_json(json["localization"]);
   }
   if (json.contains("task")) {
     check.task = task_result_from_json(json["task"]);
@@ -374,7 +288,8 @@ CheckRecord parse_check(const Json& json) {
       if (!item.is_object()) {
         throw Error("field 'messages' must hold objects");
       }
-      BackendMessage message{text(item, "backend"), text(item, "text"), integer(item, "count")};
+      BackendMessage message{JsonFields(item).text("backend"), JsonFields(item).text("text"),
+                             JsonFields(item).integer("count")};
       if (message.count < 1) {
         throw Error("a message's count must be at least 1, got " + std::to_string(message.count));
       }
@@ -383,13 +298,13 @@ CheckRecord parse_check(const Json& json) {
       check.messages.push_back(std::move(message));
     }
   }
-  const Json& timings = field(json, "timings_ms");
-  check.reference_ms = to_number(field(timings, "reference"));
-  check.target_ms = to_number(field(timings, "target"));
+  const Json& timings = JsonFields(json).get("timings_ms");
+  check.reference_ms = JsonFields(timings).number("reference");
+  check.target_ms = JsonFields(timings).number("target");
   // The interquartile ranges: both or neither (records written before they were measured).
   if (timings.contains("reference_iqr") || timings.contains("target_iqr")) {
-    check.reference_iqr_ms = to_number(field(timings, "reference_iqr"));
-    check.target_iqr_ms = to_number(field(timings, "target_iqr"));
+    check.reference_iqr_ms = JsonFields(timings).number("reference_iqr");
+    check.target_iqr_ms = JsonFields(timings).number("target_iqr");
   }
   // Each part in turn, so that the message names the one that holds the character.
   require_printable(check.experiment, "experiment name");
@@ -406,20 +321,20 @@ CheckRecord parse_check(const Json& json) {
 
 RunSummary parse_summary(const Json& json) {
   RunSummary summary;
-  for (const auto& item : field(json, "experiments")) {
+  for (const auto& item : JsonFields(json).get("experiments")) {
     ExperimentSummary experiment;
-    experiment.name = text(item, "name");
+    experiment.name = JsonFields(item).text("name");
     require_printable(experiment.name, "experiment name");
-    experiment.inputs = integer(item, "inputs");
-    experiment.targets = integer(item, "targets");
-    experiment.outputs = integer(item, "outputs");
-    experiment.expected_checks = integer(item, "expected_checks");
-    experiment.checks = integer(item, "checks");
+    experiment.inputs = JsonFields(item).integer("inputs");
+    experiment.targets = JsonFields(item).integer("targets");
+    experiment.outputs = JsonFields(item).integer("outputs");
+    experiment.expected_checks = JsonFields(item).integer("expected_checks");
+    experiment.checks = JsonFields(item).integer("checks");
     summary.experiments.push_back(experiment);
   }
-  summary.expected_checks = integer(json, "expected_checks");
-  summary.checks = integer(json, "checks");
-  for (const auto& [name, count] : field(json, "by_status").items()) {
+  summary.expected_checks = JsonFields(json).integer("expected_checks");
+  summary.checks = JsonFields(json).integer("checks");
+  for (const auto& [name, count] : JsonFields(json).get("by_status").items()) {
     if (!count.is_number_integer()) {
       throw Error("field 'by_status' must map statuses to integers, got '" + name + "': " + count.dump());
     }
@@ -624,7 +539,7 @@ std::string check_to_json_line(const CheckRecord& check) {
   std::string line;
   append_check_json_begin(line, check);
   if (check.localization) {
-    line += ",\"localization\":" + Json::parse(localization_to_json(*check.localization)).dump();
+    line += ",\"localization\":" + localization_to_json(*check.localization);
   }
   if (check.task) {
     line += ",\"task\":" + task_result_to_json(*check.task).dump();
@@ -673,7 +588,6 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
   // Check ids seen so far, as indices into run.checks.
   auto id_of = [&run](size_t index) { return std::string_view(run.checks[index].id); };
   UniqueIds ids;
-  CheckLineParser fast;
   CheckRecord fast_check;
   std::string line;
   int line_number = 0;
@@ -692,7 +606,7 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
         ids.reserve(size_hint / (line.size() + 1));
         size_hint = 0;
       }
-      if (fast_checks && have_header && !have_summary && fast.parse(line, fast_check)) {
+      if (fast_checks && have_header && !have_summary && read_canonical_record(line, fast_check)) {
         run.checks.push_back(std::move(fast_check));
         if (!ids.insert(run.checks.size() - 1, id_of)) {
           throw Error("duplicate check id '" + run.checks.back().id + "'");
@@ -706,7 +620,7 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
       if (!json.is_object()) {
         throw Error("expected a JSON object");
       }
-      std::string type = text(json, "type");
+      std::string type = JsonFields(json).text("type");
       if (type == "header") {
         if (have_header) {
           throw Error("a second header; concatenated run files must be joined with `driftgate merge`");
@@ -770,7 +684,7 @@ Json parse_object_line(std::string_view line) {
 
 RunHeader parse_header_line(std::string_view line) {
   Json json = parse_object_line(line);
-  if (text(json, "type") != "header") {
+  if (JsonFields(json).text("type") != "header") {
     throw Error("not a header line");
   }
   return parse_header(json);
@@ -778,19 +692,23 @@ RunHeader parse_header_line(std::string_view line) {
 
 RunSummary parse_summary_line(std::string_view line) {
   Json json = parse_object_line(line);
-  if (text(json, "type") != "summary") {
+  if (JsonFields(json).text("type") != "summary") {
     throw Error("not a summary line");
   }
   return parse_summary(json);
 }
 
-CheckRecord parse_check_line(std::string_view line, CheckLineParser& fast) {
+CheckRecord parse_check_line(std::string_view line) {
   CheckRecord check;
-  if (fast.parse(line, check)) {
+  if (read_canonical_record(line, check)) {
     return check;
   }
+  return parse_check_line_strict(line);
+}
+
+CheckRecord parse_check_line_strict(std::string_view line) {
   Json json = parse_object_line(line);
-  if (text(json, "type") != "check") {
+  if (JsonFields(json).text("type") != "check") {
     throw Error("not a check line");
   }
   return parse_check(json);
@@ -812,7 +730,7 @@ RunHeader read_run_header(const std::string& path) {
       if (!json.is_object()) {
         throw Error("expected a JSON object");
       }
-      std::string type = text(json, "type");
+      std::string type = JsonFields(json).text("type");
       if (type != "header") {
         throw Error("the first line must be the run header (\"type\":\"header\"), got type '" + type + "'");
       }

@@ -338,11 +338,12 @@ RunFile read_run_file(const std::string& path);
 RunFile read_run_file(const std::string& path, const InputKind& kind);
 // One line of each kind as parse_run reads it (for readers built on this format,
 // core/run_digest.h). They throw driftgate::Error or nlohmann's exception on a line
-// parse_run would refuse; a check line goes through the simdjson fast path first.
+// parse_run would refuse; a check line goes through the fast path (core/check_json.h)
+// first, and parse_check_line_strict is the strict reader alone (the oracle of tests).
 RunHeader parse_header_line(std::string_view line);
 RunSummary parse_summary_line(std::string_view line);
-class CheckLineParser;
-CheckRecord parse_check_line(std::string_view line, CheckLineParser& fast);
+CheckRecord parse_check_line(std::string_view line);
+CheckRecord parse_check_line_strict(std::string_view line);
 // Only the header line of a run file, with read_run_file's checks and messages for
 // it: what a caller needs to start choosing a baseline while the checks are read.
 RunHeader read_run_header(const std::string& path);

@@ -318,7 +318,6 @@ constexpr size_t k_prefault_checks = (size_t{2} << 20) / sizeof(CheckDigest);
 void read_lines(std::string_view text, size_t begin, size_t end, size_t reserve_for, const RunDigest* like,
                 Part& part) {
   try {
-    CheckLineParser fast;
     CanonicalMemo memo;  // views into `text`, which outlives this part's reading
     const std::vector<CheckDigest>* known = like != nullptr ? &like->checks : nullptr;
     size_t pos = 0;  // in `known`: the first check whose id is not below the last one looked up
@@ -374,7 +373,7 @@ void read_lines(std::string_view text, size_t begin, size_t end, size_t reserve_
         return;
       }
       std::string_view line = line_at(text, at, next);
-      auto record = std::make_unique<const CheckRecord>(parse_check_line(line, fast));
+      auto record = std::make_unique<const CheckRecord>(parse_check_line(line));
       fill_from_record(check, *record);
       part.records.push_back(std::move(record));
     };

@@ -13,8 +13,8 @@
 //     (canonical_check.cc) and validates every value's type and grammar as it goes.
 //     Numbers may be in any JSON form within its limits (1e-5 as well as the writer's
 //     1e-05): a hand-edited line reads to the same values, and is copied as it is;
-//   - any other line is read in full by the reader read_run_file uses (simdjson fast
-//     path, then the strict nlohmann reader), and its digest points into that record.
+//   - any other line is read in full by the strict reader (record.cc; the same one pass
+//     in full mode first, core/check_json.h), and its digest points into that record.
 // The acceptance contract is read_run_file's: a file is accepted only when
 // read_run_file accepts it, with the same values. Whenever the digest reader refuses
 // anything (a malformed line, a duplicated id, a summary that does not match), the

@@ -6,66 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/record_json.h"
 
 namespace driftgate {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using Json = OrderedJson;
 
 const char* const k_fields[] = {
     "alignment",    "layers",       "observed",    "not_observable",    "coverage", "first_divergent",
     "fused_before", "highest_rank", "reinjection", "reinjection_delta", "note",     "peak_rss_kib",
     "profile"};
-
-Json number(double value) {
-  if (std::isnan(value)) {
-    return "nan";
-  }
-  if (std::isinf(value)) {
-    return value > 0 ? "inf" : "-inf";
-  }
-  return value;
-}
-
-double to_number(const Json& value, const char* what) {
-  if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (text == "nan") {
-      return std::nan("");
-    }
-    if (text == "inf" || text == "-inf") {
-      return text == "inf" ? INFINITY : -INFINITY;
-    }
-  }
-  if (!value.is_number()) {
-    throw Error(std::string("localization: '") + what + "' must be a number, got " + value.dump());
-  }
-  return value.get<double>();
-}
-
-const Json& field(const Json& object, const char* name) {
-  auto it = object.find(name);
-  if (it == object.end()) {
-    throw Error(std::string("localization: missing field '") + name + "'");
-  }
-  return *it;
-}
-
-std::string text(const Json& object, const char* name) {
-  const Json& value = field(object, name);
-  if (!value.is_string()) {
-    throw Error(std::string("localization: field '") + name + "' must be a string");
-  }
-  return value.get<std::string>();
-}
-
-int64_t integer(const Json& object, const char* name) {
-  const Json& value = field(object, name);
-  if (!value.is_number_integer()) {
-    throw Error(std::string("localization: field '") + name + "' must be an integer");
-  }
-  return value.get<int64_t>();
-}
 
 Tier2Layer parse_layer(const Json& row) {
   if (!row.is_array() || row.size() != 6 || !row[0].is_string() || !row[1].is_string()) {
@@ -75,10 +26,10 @@ Tier2Layer parse_layer(const Json& row) {
   Tier2Layer layer;
   layer.name = row[0].get<std::string>();
   layer.status = parse_layer_status(row[1].get<std::string>());
-  layer.delta = to_number(row[2], "delta");
-  layer.noise_floor = to_number(row[3], "noise_floor");
-  layer.threshold = to_number(row[4], "threshold");
-  layer.rank = to_number(row[5], "rank");
+  layer.delta = json_to_number(row[2], "localization: 'delta'");
+  layer.noise_floor = json_to_number(row[3], "localization: 'noise_floor'");
+  layer.threshold = json_to_number(row[4], "localization: 'threshold'");
+  layer.rank = json_to_number(row[5], "localization: 'rank'");
   return layer;
 }
 
@@ -116,19 +67,20 @@ LayerStatus parse_layer_status(const std::string& name) {
 std::string localization_to_json(const Localization& localization) {
   Json profile = Json::array();
   for (const Tier2Layer& layer : localization.profile) {
-    profile.push_back(Json::array({layer.name, to_string(layer.status), number(layer.delta), number(layer.noise_floor),
-                                   number(layer.threshold), number(layer.rank)}));
+    profile.push_back(
+        Json::array({layer.name, to_string(layer.status), json_number(layer.delta), json_number(layer.noise_floor),
+                     json_number(layer.threshold), json_number(layer.rank)}));
   }
   Json json{{"alignment", localization.alignment},
             {"layers", localization.layers},
             {"observed", localization.observed},
             {"not_observable", localization.not_observable},
-            {"coverage", number(localization.coverage)},
+            {"coverage", json_number(localization.coverage)},
             {"first_divergent", localization.first_divergent},
             {"fused_before", localization.fused_before},
             {"highest_rank", localization.highest_rank},
             {"reinjection", localization.reinjection},
-            {"reinjection_delta", number(localization.reinjection_delta)},
+            {"reinjection_delta", json_number(localization.reinjection_delta)},
             {"note", localization.note},
             {"peak_rss_kib", localization.peak_rss_kib},
             {"profile", std::move(profile)}};
@@ -142,6 +94,10 @@ Localization parse_localization_json(const std::string& text_value) {
   } catch (const std::exception& e) {
     throw Error(std::string("localization: not JSON: ") + e.what());
   }
+  return localization_from_json(json);
+}
+
+Localization localization_from_json(const OrderedJson& json) {
   if (!json.is_object()) {
     throw Error("localization: expected an object");
   }
@@ -151,17 +107,18 @@ Localization parse_localization_json(const std::string& text_value) {
       throw Error("localization: unknown field '" + item.key() + "'");
     }
   }
+  JsonFields fields(json, "localization: ");
   Localization localization;
-  localization.alignment = text(json, "alignment");
+  localization.alignment = fields.text("alignment");
   if (localization.alignment != "position" && localization.alignment != "boundary") {
     throw Error("localization: alignment must be 'position' or 'boundary', got '" + localization.alignment + "'");
   }
-  localization.layers = integer(json, "layers");
-  localization.observed = integer(json, "observed");
-  localization.not_observable = integer(json, "not_observable");
-  localization.coverage = to_number(field(json, "coverage"), "coverage");
-  localization.first_divergent = text(json, "first_divergent");
-  const Json& fused = field(json, "fused_before");
+  localization.layers = fields.integer("layers");
+  localization.observed = fields.integer("observed");
+  localization.not_observable = fields.integer("not_observable");
+  localization.coverage = fields.number("coverage");
+  localization.first_divergent = fields.text("first_divergent");
+  const Json& fused = fields.get("fused_before");
   if (!fused.is_array()) {
     throw Error("localization: field 'fused_before' must be an array of layer names");
   }
@@ -171,17 +128,17 @@ Localization parse_localization_json(const std::string& text_value) {
     }
     localization.fused_before.push_back(name.get<std::string>());
   }
-  localization.highest_rank = text(json, "highest_rank");
-  localization.reinjection = text(json, "reinjection");
+  localization.highest_rank = fields.text("highest_rank");
+  localization.reinjection = fields.text("reinjection");
   if (localization.reinjection != "confirmed" && localization.reinjection != "not_confirmed" &&
       localization.reinjection != "not_run") {
     throw Error("localization: reinjection must be confirmed, not_confirmed or not_run, got '" +
                 localization.reinjection + "'");
   }
-  localization.reinjection_delta = to_number(field(json, "reinjection_delta"), "reinjection_delta");
-  localization.note = text(json, "note");
-  localization.peak_rss_kib = integer(json, "peak_rss_kib");
-  const Json& profile = field(json, "profile");
+  localization.reinjection_delta = fields.number("reinjection_delta");
+  localization.note = fields.text("note");
+  localization.peak_rss_kib = fields.integer("peak_rss_kib");
+  const Json& profile = fields.get("profile");
   if (!profile.is_array()) {
     throw Error("localization: field 'profile' must be an array");
   }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/record_json.h"
+
 namespace driftgate {
 
 enum class LayerStatus {
@@ -79,6 +81,8 @@ struct Localization {
 std::string localization_to_json(const Localization& localization);
 // Strict: unknown or missing fields and wrong types throw driftgate::Error.
 Localization parse_localization_json(const std::string& text);
+// The same over a parsed object (a check line's "localization" member).
+Localization localization_from_json(const OrderedJson& json);
 
 // One character per observed layer, log-scaled delta / threshold: ' ' not
 // observable, '▁'..'▇' below the threshold, '█' over it. At most `width`

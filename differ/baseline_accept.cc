@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/check_json.h"
 #include "core/error.h"
+#include "core/record_json.h"
 #include "core/safe_text.h"
 #include "core/strict_json.h"
 #include "core/text_compare.h"
@@ -18,32 +18,7 @@
 namespace driftgate {
 
 namespace {
-
-using Json = nlohmann::ordered_json;
-
-std::vector<std::string> string_list(const Json& json, const char* key, const std::string& where) {
-  auto it = json.find(key);
-  if (it == json.end() || !it->is_array()) {
-    throw Error(where + ": acceptance entry lacks the list '" + key + "'");
-  }
-  std::vector<std::string> items;
-  for (const auto& item : *it) {
-    if (!item.is_string()) {
-      throw Error(where + ": '" + key + "' must hold strings");
-    }
-    items.push_back(item.get<std::string>());
-  }
-  return items;
-}
-
-std::string string_field(const Json& json, const char* key, const std::string& where) {
-  auto it = json.find(key);
-  if (it == json.end() || !it->is_string()) {
-    throw Error(where + ": acceptance entry lacks the text '" + key + "'");
-  }
-  return it->get<std::string>();
-}
-
+using Json = OrderedJson;
 }  // namespace
 
 std::string Acceptance::to_json_line() const {
@@ -65,14 +40,19 @@ Acceptance parse_acceptance(const std::string& line, const std::string& where) {
     throw Error(where + ": expected a JSON object");
   }
   Acceptance acceptance;
-  acceptance.when = string_field(json, "when", where);
-  acceptance.who = string_field(json, "who", where);
-  acceptance.reason = string_field(json, "reason", where);
-  acceptance.globs = string_list(json, "globs", where);
-  acceptance.run_sha = string_field(json, "run_sha", where);
-  acceptance.from_sha = string_field(json, "from_sha", where);
-  acceptance.accepted = string_list(json, "accepted", where);
-  acceptance.removed = string_list(json, "removed", where);
+  try {
+    JsonFields fields(json);
+    acceptance.when = fields.text("when");
+    acceptance.who = fields.text("who");
+    acceptance.reason = fields.text("reason");
+    acceptance.globs = fields.strings("globs");
+    acceptance.run_sha = fields.text("run_sha");
+    acceptance.from_sha = fields.text("from_sha");
+    acceptance.accepted = fields.strings("accepted");
+    acceptance.removed = fields.strings("removed");
+  } catch (const Error& e) {
+    throw Error(where + ": acceptance entry: " + e.what());
+  }
   return acceptance;
 }
 
@@ -103,8 +83,7 @@ CheckRecord record_of(const CheckDigest& check) {
   if (check.record != nullptr) {
     return *check.record;
   }
-  CheckLineParser parser;
-  return parse_check_line(check.line, parser);
+  return parse_check_line(check.line);
 }
 
 // Whether `was` (a baseline's check) already holds `now`'s values: the two are the same

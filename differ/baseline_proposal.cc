@@ -10,10 +10,10 @@
 #include <unordered_map>
 
 #include "core/atomic_file.h"
-#include "core/check_json.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/record_json.h"
 #include "core/strict_json.h"
 #include "differ/baseline_accept.h"
 #include "differ/baseline_store.h"
@@ -102,28 +102,22 @@ std::vector<const CheckDigest*> touched_in_id_order(const std::vector<const Chec
   throw Error(where + ": " + what + "; write it again with driftgate diff (--propose FILE)");
 }
 
-const Json& member(const Json& json, const char* key, const std::string& where) {
-  auto it = json.find(key);
-  if (it == json.end()) {
-    refuse(where, std::string("the proposal line lacks '") + key + "'");
+// A line's members through the record's codec (core/record_json.h), refused as refuse does.
+template <typename Read>
+auto read_member(const Json& json, const std::string& where, Read&& read) {
+  try {
+    return read(JsonFields(json));
+  } catch (const Error& e) {
+    refuse(where, e.what());
   }
-  return *it;
 }
 
 std::string text_member(const Json& json, const char* key, const std::string& where) {
-  const Json& value = member(json, key, where);
-  if (!value.is_string()) {
-    refuse(where, std::string("'") + key + "' must be a string");
-  }
-  return value.get<std::string>();
+  return read_member(json, where, [key](const JsonFields& fields) { return fields.text(key); });
 }
 
 size_t count_member(const Json& json, const char* key, const std::string& where) {
-  const Json& value = member(json, key, where);
-  if (!value.is_number_unsigned()) {
-    refuse(where, std::string("'") + key + "' must be a count (a whole number, 0 or more)");
-  }
-  return value.get<size_t>();
+  return read_member(json, where, [key](const JsonFields& fields) { return static_cast<size_t>(fields.count(key)); });
 }
 
 Json parse_object(const std::string& line, const std::string& where) {
@@ -225,14 +219,7 @@ BaselineProposal read_baseline_proposal(const std::string& path) {
   if (!is_env_key(proposal.env_key) || !is_commit_sha(proposal.base_sha) || !is_commit_sha(proposal.run_sha)) {
     refuse(where(), "env_key must be 16 hex digits and base_sha, run_sha 40");
   }
-  const std::string globs_where = where();  // named: GCC 14's -Wdangling-reference flags a temporary argument
-  const Json& globs = member(head, "globs", globs_where);
-  if (!globs.is_array() || !std::all_of(globs.begin(), globs.end(), [](const Json& g) { return g.is_string(); })) {
-    refuse(where(), "'globs' must be a list of strings");
-  }
-  for (const auto& glob : globs) {
-    proposal.globs.push_back(glob.get<std::string>());
-  }
+  proposal.globs = read_member(head, where(), [](const JsonFields& fields) { return fields.strings("globs"); });
   proposal.base_checks = count_member(head, "base_checks", where());
   proposal.touched = count_member(head, "touched", where());
   proposal.fingerprint = text_member(head, "fingerprint", where());
@@ -250,7 +237,6 @@ BaselineProposal read_baseline_proposal(const std::string& path) {
   } catch (const std::exception& e) {
     refuse(where(), std::string("not a header line (") + e.what() + ")");
   }
-  CheckLineParser parser;
   bool ended = false;
   while (std::getline(in, line)) {
     ++number;
@@ -263,7 +249,7 @@ BaselineProposal read_baseline_proposal(const std::string& path) {
         refuse(where(), "a check line after the drop lines");
       }
       try {
-        proposal.changes.push_back(parse_check_line(line, parser));
+        proposal.changes.push_back(parse_check_line(line));
       } catch (const Error& e) {
         refuse(where(), e.what());
       } catch (const std::exception& e) {

@@ -1,34 +1,14 @@
 #include "differ/json_report.h"
 
-#include <algorithm>
-#include <cmath>
 #include <nlohmann/json.hpp>
+
+#include "core/record_json.h"
 
 namespace driftgate {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-Json number_or_null(const std::optional<double>& value) {
-  if (!value) {
-    return nullptr;
-  }
-  if (std::isnan(*value)) {
-    return "nan";
-  }
-  if (std::isinf(*value)) {
-    return *value > 0 ? "inf" : "-inf";
-  }
-  return *value;
-}
-
-Json status_or_null(const std::optional<CheckStatus>& status) {
-  if (!status) {
-    return nullptr;
-  }
-  return to_string(*status);
-}
 
 Json class_names(const std::vector<DiffClass>& classes) {
   Json names = Json::array();
@@ -74,46 +54,15 @@ Json policy_json(const GatePolicy& policy) {
               {"describe", describe_policy(policy)}};
 }
 
-Json check_json(const CheckDiff& check, const GatePolicy& policy) {
-  GateDecision decision = decide(policy, check);
-  return Json{{"id", check.id},
-              {"experiment", check.experiment},
-              {"class", to_string(check.diff_class)},
-              {"gated", decision.gated},
-              {"gate_origin", decision.origin},
-              {"allowed_by", decision.allowed_by != nullptr ? allow_entry_json(*decision.allowed_by) : Json(nullptr)},
-              {"status_before", status_or_null(check.status_before)},
-              {"status_after", status_or_null(check.status_after)},
-              {"max_abs_before", number_or_null(check.max_abs_before)},
-              {"max_abs_after", number_or_null(check.max_abs_after)},
-              {"message", check.message},
-              {"notes", check.notes}};
-}
-
-// Strings as the DOM dump writes them (error_handler_t::replace): printable ASCII
-// as is, anything else through nlohmann itself.
-void put_string(std::string& out, const std::string& text) {
-  bool plain = std::all_of(text.begin(), text.end(), [](char c) {
-    auto byte = static_cast<unsigned char>(c);
-    return byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\';
-  });
-  if (plain) {
-    out += '"';
-    out += text;
-    out += '"';
-  } else {
-    out += Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
-  }
-}
+// Strings as the DOM dump writes them (error_handler_t::replace: a run file may carry
+// invalid UTF-8 in a check id or message, replaced rather than refused).
+void put_string(std::string& out, const std::string& text) { put_json_string(out, text, true); }
 
 void put_number_or_null(std::string& out, const std::optional<double>& value) {
-  if (!value) {
-    out += "null";
-  } else if (!std::isfinite(*value)) {
-    put_string(out, number_or_null(value).get<std::string>());
+  if (value) {
+    put_json_number(out, *value);
   } else {
-    char buffer[64];
-    out.append(buffer, nlohmann::detail::to_chars(buffer, buffer + sizeof buffer, *value));
+    out += "null";
   }
 }
 
@@ -125,20 +74,25 @@ void put_status_or_null(std::string& out, const std::optional<CheckStatus>& stat
   }
 }
 
+// "allowed_by"'s object, as dump(2) writes it at depth 3 (its members 8 spaces in).
+void put_allow_entry(std::string& out, const AllowEntry& entry) {
+  out += "{\n        \"check\": ";
+  put_string(out, entry.check_glob);
+  out += ",\n        \"owner\": ";
+  put_string(out, entry.owner);
+  out += ",\n        \"reason\": ";
+  put_string(out, entry.reason);
+  out += ",\n        \"expires\": ";
+  put_string(out, entry.expires);
+  out += ",\n        \"origin\": ";
+  put_string(out, entry.origin);
+  out += entry.expired ? ",\n        \"expired\": true\n      }" : ",\n        \"expired\": false\n      }";
+}
+
 // One element of "checks", as dump(2) writes it at depth 2 (4 spaces in), without
 // building a DOM per check: a report may list a million checks.
 void put_check(std::string& out, const CheckDiff& check, const GatePolicy& policy) {
   GateDecision decision = decide(policy, check);
-  if (decision.allowed_by != nullptr) {  // rare: let nlohmann write it, then indent it
-    std::string text = check_json(check, policy).dump(2, ' ', false, Json::error_handler_t::replace);
-    for (char c : text) {
-      out += c;
-      if (c == '\n') {
-        out += "    ";
-      }
-    }
-    return;
-  }
   out += "{\n      \"id\": ";
   put_string(out, check.id);
   out += ",\n      \"experiment\": ";
@@ -148,7 +102,13 @@ void put_check(std::string& out, const CheckDiff& check, const GatePolicy& polic
   out += decision.gated ? ",\n      \"gated\": true" : ",\n      \"gated\": false";
   out += ",\n      \"gate_origin\": ";
   put_string(out, decision.origin);
-  out += ",\n      \"allowed_by\": null,\n      \"status_before\": ";
+  out += ",\n      \"allowed_by\": ";
+  if (decision.allowed_by != nullptr) {
+    put_allow_entry(out, *decision.allowed_by);
+  } else {
+    out += "null";
+  }
+  out += ",\n      \"status_before\": ";
   put_status_or_null(out, check.status_before);
   out += ",\n      \"status_after\": ";
   put_status_or_null(out, check.status_after);

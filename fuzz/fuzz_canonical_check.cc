@@ -1,11 +1,13 @@
-// libFuzzer target: the canonical check-line reader (core/canonical_check.cc,
-// read_canonical_check), the fast path of read_run_digest.
+// libFuzzer target: the fast path of reading a check line (core/canonical_check.cc):
+// read_canonical_check (the digest read_run_digest keeps) and read_canonical_record
+// (the whole record read_run_file keeps), one pass in two modes.
 //
-// The input is one check line. Whenever the canonical reader accepts it, the strict
-// per-line reader (parse_check_line: simdjson, then nlohmann, as read_run_file reads a
-// check line) and the DOM reader alone (parse_run_dom_only, on a run built around the
-// line) must accept it too, with the same id, experiment, output, status, message and
-// max_abs; and the digest must view the line itself. An input of two lines is also read
+// The input is one check line. Whenever the digest reader accepts it, the strict reader
+// alone (parse_check_line_strict) and the DOM reader of whole runs (parse_run_dom_only,
+// on a run built around the line) must accept it too, with the same id, experiment,
+// output, status, message and max_abs; and the digest must view the line itself. The
+// record reader accepts only lines the digest reader accepts, and every value it reads
+// is the strict reader's (the two records write the same bytes). An input of two lines is also read
 // as read_run_digest reads neighbours, with one CanonicalMemo: the second line must read
 // as it reads alone (the memo may only skip what the first line repeats). Anything else
 // aborts.
@@ -42,9 +44,8 @@ bool same_values(const CheckDigest& digest, const CheckRecord& check) {
 }
 
 std::optional<CheckRecord> strict_check(std::string_view line) {
-  static driftgate::CheckLineParser parser;
   try {
-    return driftgate::parse_check_line(line, parser);
+    return driftgate::parse_check_line_strict(line);
   } catch (const driftgate::Error&) {
     return std::nullopt;
   } catch (const nlohmann::json::exception&) {
@@ -133,6 +134,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string line(reinterpret_cast<const char*>(data), size);
   CheckDigest digest;
   bool accepted = driftgate::read_canonical_check(line, digest);
+  CheckRecord full;
+  if (driftgate::read_canonical_record(line, full)) {
+    if (!accepted) {
+      std::abort();  // the record reader took a line the digest reader refuses
+    }
+    std::optional<CheckRecord> strict = strict_check(line);
+    if (!strict || driftgate::check_to_json_line(full) != driftgate::check_to_json_line(*strict)) {
+      std::abort();  // read a value otherwise than the strict reader (or took what it refuses)
+    }
+  }
   if (line.find('\n') == std::string::npos) {
     check_at_agrees(line, accepted, digest);
   } else {

@@ -13,7 +13,6 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libyaml-cpp-dev nlohmann-json3-dev libgit2-dev libcpp-httplib-dev libssl-dev
   libboost-program-options-dev libgtest-dev libgmock-dev libstb-dev
-  libsimdjson-dev  # core/check_json.cc: the fast reader of run files' check lines
   zlib1g-dev  # inflates a model's code/ before loading it (runner/torchscript_archive.cc) and PNG data (core/image_check.cc)
 )
 if [[ $with_torch == 1 ]]; then

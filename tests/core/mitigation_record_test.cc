@@ -152,7 +152,7 @@ TEST(MitigationRecord, TheReaderRefusesWhatItCannotVouchFor) {
       parse_error(with_member("{\"choices\":[" + choice + "]" + tail.substr(0, tail.size() - 1) + ",\"extra\":1}")),
       "run.jsonl:2: mitigation: unknown field 'extra'");
   EXPECT_EQ(parse_error(with_member("{\"choices\":{}" + tail)),
-            "run.jsonl:2: field 'choices' must be an array of objects");
+            "run.jsonl:2: mitigation: field 'choices' must be an array of objects");
   EXPECT_EQ(parse_error(with_member("{\"choices\":[1]" + tail)), "run.jsonl:2: mitigation choice 1 must be an object");
   std::string bad = choice;
   bad.replace(bad.find("\"tier1\""), 7, "\"tier2\"");
@@ -168,19 +168,19 @@ TEST(MitigationRecord, TheReaderRefusesWhatItCannotVouchFor) {
             "run.jsonl:2: mitigation choice 1: missing field 'float32_modules'");
   EXPECT_EQ(parse_error(with_member("{\"choices\":[]" + tail.substr(0, tail.find(",\"tried\"")) +
                                     ",\"tried\":-1,\"selective_note\":\"\",\"message\":\"m\"}")),
-            "run.jsonl:2: field 'tried' must be an integer of at least 0");
+            "run.jsonl:2: mitigation: field 'tried' must be an integer of at least 0");
   EXPECT_EQ(parse_error(with_member("{\"choices\":[],\"target_ms\":1,\"tried\":0,\"message\":\"m\"}")),
-            "run.jsonl:2: missing field 'reference_ms'");
+            "run.jsonl:2: mitigation: missing field 'reference_ms'");
   EXPECT_EQ(parse_error(with_member("{\"choices\":[],\"target_ms\":1,\"reference_ms\":2,\"tried\":0,"
                                     "\"message\":\"m\"}")),
-            "run.jsonl:2: missing field 'selective_note'");
+            "run.jsonl:2: mitigation: missing field 'selective_note'");
   // The flat shape is as strict.
   EXPECT_EQ(parse_error(with_member("{\"fallbacks\":[\"fp32\"],\"restores\":\"tier1\",\"backend\":\"b\","
                                     "\"latency_ms\":1,\"target_ms\":1,\"tried\":1,\"message\":\"m\",\"x\":0}")),
             "run.jsonl:2: mitigation: unknown field 'x'");
   EXPECT_EQ(parse_error(with_member("{\"fallbacks\":[\"fp32\"],\"restores\":\"\",\"backend\":\"b\","
                                     "\"latency_ms\":1,\"target_ms\":1,\"tried\":1,\"message\":\"m\"}")),
-            "run.jsonl:2: field 'restores' must be \"tier1\" or \"tier3\", got \"\"");
+            "run.jsonl:2: mitigation: field 'restores' must be \"tier1\" or \"tier3\", got \"\"");
   EXPECT_EQ(parse_error(with_member("[]")), "run.jsonl:2: mitigation must be an object");
 }
 

@@ -48,12 +48,11 @@ bool same_number(double a, double b) {
   return std::isnan(a) ? std::isnan(b) : (a == b && std::signbit(a) == std::signbit(b));
 }
 
-// `line` as read_run_file's per-line check reader reads it (simdjson, then nlohmann),
+// `line` as the strict reader alone reads it (parse_check_line_strict: no fast path),
 // or nullopt where it refuses the line.
 std::optional<CheckRecord> strict_check(std::string_view line) {
-  static CheckLineParser parser;
   try {
-    return parse_check_line(line, parser);
+    return parse_check_line_strict(line);
   } catch (const Error&) {
     return std::nullopt;
   } catch (const nlohmann::json::exception&) {

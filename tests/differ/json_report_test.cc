@@ -41,7 +41,7 @@ TEST(JsonReport, CheckByCheckIsTheDomDump) {
   run.header.experiments[0].model_hash = "changed";  // every check gets a note
   GatePolicy policy = parse_gate_policy(
       "allow:\n"
-      "  - {check: 'exp/a/*', owner: alice, reason: known, expires: 2026-12-31}\n",
+      "  - {check: 'exp/a/*', owner: alice, reason: 'known \"bug\" caf\u00e9', expires: 2026-12-31}\n",
       "gate.yaml", "2026-06-15");
   Report report = make_report(run, found(baseline), diff_runs(run, baseline), policy);
   report.refresh_command = "driftgate baseline accept 'exp/b/*'";
@@ -49,7 +49,7 @@ TEST(JsonReport, CheckByCheckIsTheDomDump) {
   EXPECT_EQ(text, redumped(text));
   Json json = Json::parse(text);
   ASSERT_EQ(json["checks"].size(), 5u);
-  EXPECT_EQ(json["checks"][0]["allowed_by"]["owner"], "alice");  // written by the DOM, indented in place
+  EXPECT_EQ(json["checks"][0]["allowed_by"]["owner"], "alice");  // an object inside a check, by hand too
   EXPECT_FALSE(json["checks"][0]["notes"].empty());
   EXPECT_NE(text.find("\"message\": \"bad \xef\xbf\xbd UTF-8\""), std::string::npos);  // replaced, not thrown
   EXPECT_EQ(json["refresh"]["command"], "driftgate baseline accept 'exp/b/*'");
