@@ -4,7 +4,8 @@
 # --threads 2, the pull requests with --threads 1; threads are part of the key): without run-base
 # the gate is neutral; with it the merge base is run in a git worktree on the spot and (a) a pull
 # request that changed nothing passes, (b) one that multiplies the digit classifier's last layer
-# by 100 (tools/demo-gate.sh's regression) fails, each output naming the merge base's SHA. Then the
+# by 100 (tools/demo-gate.sh's regression) fails, each output naming the merge base's SHA; the
+# sharded GitHub flow (build-base per shard, merged, diff --base-run) on $TEST_MODELS. Then the
 # errors (no such base, no merge base, prepare or base run failing) exit 2 and leave no worktree.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -128,6 +129,37 @@ expect_exit 1 "run-base with a comparable stored baseline uses the store" -- "$g
 checks=$((checks + 1))
 if grep -q "built on the spot" "$work/stdout" "$work/stderr"; then failures=$((failures + 1));
   echo "FAIL: a base run was built although the store had a comparable baseline"; else echo "ok: no base run built"; fi
+
+# The sharded GitHub flow on two experiments of a tiny model: each shard job builds its slice of the
+# merge base (build-base --if-no-baseline), the gate job merges run and base shards and diffs.
+shards=$work/shards
+new_repo "$shards" || exit 1
+mkdir -p models configs
+cp "${TEST_MODELS:?set TEST_MODELS}/tiny_conv.pt" models/
+for name in a b; do
+  printf 'name: %s\nmodel: ../models/tiny_conv.pt\ninputs:\n  - name: r\n    random: {shape: [1, 3, 8, 8], seed: 0}\nreference: cpu_fp32\ntargets: [onednn_off]\n' \
+    "$name" >"configs/$name.yaml"
+done
+git add -A && git commit -qm "two experiments" || exit 1
+"$DRIFTGATE" run configs/*.yaml -o "$work/sh-main.jsonl" --threads 2 -q
+"$DRIFTGATE" baseline update "$work/sh-main.jsonl" --store "$work/sh-store" >/dev/null || exit 1
+shard_base=$(git rev-parse HEAD)
+git checkout -qb pr && echo x >NOTES.md && git add NOTES.md && git commit -qm docs || exit 1
+for i in 0 1; do
+  "$DRIFTGATE" run configs/*.yaml -o "$work/sh-run-$i.jsonl" --threads 1 --shard "$i/2" -q
+  expect_exit 0 "shard $i/2: build-base builds the merge base's slice" -- "$gate" build-base --base main \
+    --if-no-baseline "$work/sh-run-$i.jsonl" --store "$work/sh-store" --configs 'configs/*.yaml' \
+    --run-args "--threads 1 --shard $i/2" -o "$work/sh-base-$i.jsonl"
+done
+"$DRIFTGATE" merge "$work"/sh-run-[01].jsonl -o "$work/sh-run.jsonl" >/dev/null 2>&1
+expect_exit 0 "the merge base's shards merge" -- "$DRIFTGATE" merge "$work"/sh-base-[01].jsonl -o "$work/sh-base.jsonl"
+expect_exit 0 "shards: the merged run passes against the merged base run" -- "$gate" diff "$work/sh-run.jsonl" \
+  --on-missing-baseline run-base --store "$work/sh-store" --base main --base-run "$work/sh-base.jsonl" \
+  -- --format text --report "$work/sh.json"
+expect_contains "$work/stdout" "baseline built on the spot from merge base $shard_base" "shards: names the merge base"
+expect_equal "$(json_get "$work/sh.json" 'r["counts"].get("unchanged", 0)')" 2 "shards: both experiments compared"
+expect_clean "shards"
+cd "$repo" || exit 1
 
 # Errors: exit 2, a clear message, no worktree left.
 run_base=(diff "$work/sharp.jsonl" --on-missing-baseline run-base --configs 'configs/*.yaml' --run-args '--threads 1')
