@@ -178,6 +178,15 @@ expect_exit 2 "a base run that fails" -- "$gate" diff "$work/sharp.jsonl" --on-m
   --base main --configs 'configs/missing-*.yaml'
 expect_contains "$work/stderr" "driftgate run at merge base $main_sha failed (exit 2)" "names the merge base and the exit"
 expect_clean "failing base run"
+# A cancelled job (SIGTERM to its process group, as a CI runner does) during the base run.
+setsid "$gate" "${run_base[@]}" --base main --prepare 'touch started; sleep 60' >"$work/cancel.out" 2>&1 &
+cancelled=$!
+for _ in $(seq 100); do [[ -n $(ls "$TMPDIR"/*/merge-base/started 2>/dev/null) ]] && break; sleep 0.1; done
+expect_equal "$(git worktree list | wc -l)" 2 "cancel: the worktree exists while the base run is under way"
+kill -TERM -- "-$cancelled"
+wait "$cancelled"
+expect_equal "$?" 2 "cancel: exit 2"
+expect_clean "cancel"
 expect_exit 2 "run-base without --configs" -- "$gate" "${run_base[@]:0:4}" --base main
 expect_contains "$work/stderr" "run-base needs --configs GLOB" "says what is missing"
 expect_exit 2 "an unknown policy" -- "$gate" diff "$work/sharp.jsonl" --on-missing-baseline sometimes --base main
