@@ -6,7 +6,10 @@
 #   2. an MR that changes no model: driftgate-gate passes, driftgate-post (no checkout,
 #      the gate's artifacts) posts the sticky note;
 #   3. an MR whose model regressed: driftgate-gate fails, driftgate-post updates the same
-#      note (exactly one note on the MR), and the commit status says failed.
+#      note (exactly one note on the MR), and the commit status says failed;
+#   4. the same regression from an MR whose runner has another environment key (its
+#      .gitlab-ci.yml runs with --threads 2; the stored baseline has 1) and on_missing_baseline:
+#      run-base: driftgate-gate runs the merge base in a git worktree and fails, naming it.
 # Exit 77 (skipped) without the runner (a -DDRIFTGATE_WITH_TORCH=OFF build),
 # gitlab-ci-local or rsync.
 # Usage: gitlab_consumer_test.sh DRIFTGATE FAKE_GITLAB TEMPLATE EXPORT_MODELS_PY
@@ -147,6 +150,35 @@ pipeline "$work/log-post-fail" driftgate-post "${mr[@]}" "CI_COMMIT_SHA=$(git re
   { cat "$work/log-post-fail"; fail "the poster failed after a failing gate"; }
 grep -q "updated note" "$work/log-post-fail" || { cat "$work/log-post-fail"; fail "the failing gate's note was not updated"; }
 [[ -s out/junit.xml ]] || fail "no out/junit.xml for the MR widget"
+
+# 4. Mixed runners: no stored baseline for this environment key; run-base builds one on the spot.
+# driftgate-run-base is found beside the driftgate command, as the .deb installs them.
+mkdir -p "$work/bin"
+ln -s "$driftgate" "$work/bin/driftgate"
+ln -s "$(dirname "$template")/../tools/driftgate-run-base.sh" "$work/bin/driftgate-run-base"
+git checkout -q -b mixed-runner "$base"
+cp "$work/perturbed.pt" models/tiny.pt
+cat >.gitlab-ci.yml <<YAML
+include:
+  - local: templates/driftgate.yml
+    inputs:
+      driftgate: "$work/bin/driftgate"
+      key: linux-cpu
+      run_args: "--threads 2"
+      on_missing_baseline: run-base
+YAML
+git commit -qam "retrain the first convolution, on a runner of another key"
+if pipeline "$work/log-run-base" driftgate-gate "${mr[@]}" "CI_COMMIT_SHA=$(git rev-parse HEAD)"; then
+  cat "$work/log-run-base"
+  fail "run-base: the gate passed on a regressed model"
+fi
+grep -q "driftgate: FAIL" "$work/log-run-base" && grep -q "driftgate-gate finished in .* FAIL 1" "$work/log-run-base" ||
+  { cat "$work/log-run-base"; fail "run-base: the gate did not fail with exit 1 (regression)"; }
+grep -q "baseline built on the spot from merge base $base" "$work/log-run-base" &&
+  grep -q "baseline built on the spot from merge base $base" out/report.json ||
+  { cat "$work/log-run-base"; fail "run-base: the summary and report.json do not name the merge base $base"; }
+[[ "$(git worktree list | wc -l)" == 1 ]] || { git worktree list; fail "run-base: a worktree was left behind"; }
+echo "ok: mixed runner: run-base built the merge base's run on the spot and the regression failed the gate"
 touch "$work/stop"
 wait "$fake_pid"
 fake_pid=""
