@@ -24,7 +24,6 @@
 #include "core/file_util.h"
 #include "core/git_repo.h"
 #include "core/record.h"
-#include "core/run_digest.h"
 #include "core/safe_text.h"
 #include "core/suggest.h"
 #include "differ/baseline_accept.h"
@@ -37,6 +36,7 @@
 #include "differ/junit_report.h"
 #include "differ/markdown_report.h"
 #include "differ/report.h"
+#include "differ/run_digest.h"
 #include "differ/store_spec.h"
 #include "differ/text_report.h"
 
@@ -69,6 +69,10 @@ struct DiffRequest {
   size_t markdown_budget = k_default_markdown_budget;  // bytes of the markdown summary
   bool quiet = false;                                  // stdout: only the verdict line; stderr: nothing
   std::vector<std::string> notes;  // --note: lines added to the report's notes (where the baseline came from)
+  // driftgate-run-base: the baseline compared is this run, stored in a temporary --store;
+  // the refresh commands store it in refresh_store first ("" = a stored baseline as usual).
+  std::string refresh_base_run;
+  std::optional<std::string> refresh_store;  // the store the refresh commands name (default: --store)
 };
 
 const CommandHelp k_help{
@@ -148,7 +152,12 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
       "quiet,q", po::bool_switch(&request.quiet), "print only the verdict line; no diagnostics")(
       "note", po::value<std::vector<std::string>>(&request.notes),
       "add TEXT to the report's notes, shown in every output (repeatable; e.g. driftgate-run-base's \"baseline built "
-      "on the spot from merge base SHA\")");
+      "on the spot from merge base SHA\")")(
+      "refresh-base-run", po::value<std::string>(&request.refresh_base_run),
+      "the baseline in --store is FILE, a run stored there only for this diff (driftgate-run-base): the accept "
+      "commands a failing diff suggests store FILE first, with baseline update into --refresh-store")(
+      "refresh-store", po::value<std::string>(),
+      "the store the suggested accept commands name (default: --store; with --refresh-base-run: baselines)");
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map variables;
@@ -160,6 +169,16 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
   }
   if (variables.count("against-env") != 0) {
     request.against_env = variables["against-env"].as<std::string>();
+  }
+  if (variables.count("refresh-store") != 0) {
+    request.refresh_store = variables["refresh-store"].as<std::string>();
+    if (request.refresh_base_run.empty()) {
+      throw Error("driftgate diff: --refresh-store needs --refresh-base-run FILE (the run the compared baseline was "
+                  "made from, which the suggested commands store there first)");
+    }
+  }
+  if (!request.refresh_base_run.empty()) {
+    require_printable(request.refresh_base_run, "driftgate diff: --refresh-base-run");
   }
   if (request.max_walk < 1) {
     throw Error("driftgate diff: --max-walk " + std::to_string(request.max_walk) +
@@ -225,16 +244,23 @@ void propose_refresh(Report& report, const DiffRequest& request, const RunDigest
   }
   std::vector<std::string> globs = refresh_globs(report);
   std::string store_arguments;  // where both commands find the store
-  if (request.store_kind != "dir") {
+  // Under driftgate-run-base the compared store is temporary: the commands name the real
+  // one and store the base run there first, so that they work once the gate has ended.
+  const bool base_run_first = !request.refresh_base_run.empty();
+  const std::string store = base_run_first ? request.refresh_store.value_or("baselines") : request.store;
+  if (request.store_kind != "dir" && !base_run_first) {
     store_arguments += " --store-kind " + shell_quote(request.store_kind);
   }
-  if (request.store != "baselines") {
-    store_arguments += " --store " + shell_quote(request.store);
+  if (store != "baselines") {
+    store_arguments += " --store " + shell_quote(store);
   }
   if (request.repo != ".") {
     store_arguments += " --repo " + shell_quote(request.repo);
   }
-  std::string command = "driftgate baseline accept";
+  const std::string first =
+      base_run_first ? "driftgate baseline update " + shell_quote(request.refresh_base_run) + store_arguments + " && "
+                     : "";
+  std::string command = first + "driftgate baseline accept";
   for (const auto& glob : globs) {
     command += " " + shell_quote(glob);
   }
@@ -254,7 +280,7 @@ void propose_refresh(Report& report, const DiffRequest& request, const RunDigest
   report.proposed_baseline = path;
   report.proposal_changes = counts.changes;
   report.proposal_drops = counts.drops;
-  report.proposal_command = "driftgate baseline accept --proposal " + shell_quote(path) +
+  report.proposal_command = first + "driftgate baseline accept --proposal " + shell_quote(path) +
                             " --reason 'WHY THE NEW VALUES ARE RIGHT'" + store_arguments;
 }
 
@@ -284,7 +310,7 @@ int cmd_diff(CommandContext& context) {
   if (!request->policy_path.empty()) {
     policy = load_gate_policy(request->policy_path, today);
   }
-  // The run's checks are read (core/run_digest.h: two threads, read_run_file's checks
+  // The run's checks are read (differ/run_digest.h: two threads, read_run_file's checks
   // and errors) while the baseline is chosen on this one; then the baseline is read with
   // the run's digest at hand. Errors keep their order: the run's first, then the
   // store's and the selection's.

@@ -1,4 +1,4 @@
-// read_canonical_check (core/run_digest.h): one pass over a check line that mirrors
+// read_canonical_check (differ/run_digest.h): one pass over a check line that mirrors
 // append_check_json_begin/_end (core/check_json.cc) member by member.
 //
 // It accepts a line only where read_run_file's reader certainly accepts it with the
@@ -31,53 +31,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/check_json.h"
 #include "core/error.h"
 #include "core/record.h"
-#include "core/run_digest.h"
+#include "core/text_compare.h"
 
 namespace driftgate {
 
 namespace {
-
-// memcmp(a, b, n) == 0, in registers: two overlapping words up to 16 bytes, then 16
-// bytes at a time. Inline, so a literal's constant length folds its branches away.
-__attribute__((always_inline)) inline bool equal_bytes(const char* a, const char* b, size_t n) {
-  if (n >= 16) {
-#if defined(__SSE2__)
-    auto same16 = [a, b](size_t at) {
-      __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
-      __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
-      return _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) == 0xffff;
-    };
-    for (size_t at = 0; at + 16 < n; at += 16) {
-      if (!same16(at)) {
-        return false;
-      }
-    }
-    return same16(n - 16);  // the tail, overlapping the last block
-#else
-    return std::memcmp(a, b, n) == 0;
-#endif
-  }
-  auto word = [](const char* p, auto type) {
-    decltype(type) value = 0;
-    std::memcpy(&value, p, sizeof value);
-    return value;
-  };
-  if (n >= 8) {
-    return ((word(a, uint64_t{}) ^ word(b, uint64_t{})) |
-            (word(a + n - 8, uint64_t{}) ^ word(b + n - 8, uint64_t{}))) == 0;
-  }
-  if (n >= 4) {
-    return ((word(a, uint32_t{}) ^ word(b, uint32_t{})) |
-            (word(a + n - 4, uint32_t{}) ^ word(b + n - 4, uint32_t{}))) == 0;
-  }
-  if (n == 0) {
-    return true;
-  }
-  // One to three bytes: the first, the middle and the last cover them.
-  return ((a[0] ^ b[0]) | (a[n / 2] ^ b[n / 2]) | (a[n - 1] ^ b[n - 1])) == 0;
-}
 
 // The value of a JSON number token (number_token's grammar) when the one IEEE operation
 // m * 10^e or m / 10^-e, with the digits m and 10^|e| exact doubles, gives it (correctly
@@ -132,7 +93,7 @@ class Cursor {
 
   // Consumes `text` when the line continues with it.
   bool literal(std::string_view text) {
-    if (left() < text.size() || !equal_bytes(m_at, text.data(), text.size())) {
+    if (left() < text.size() || !same_bytes(m_at, text.data(), text.size())) {
       return false;
     }
     m_at += text.size();
@@ -142,7 +103,7 @@ class Cursor {
   template <size_t N>
   bool literal(const char (&text)[N]) {
     constexpr size_t size = N - 1;
-    if (left() < size || !equal_bytes(m_at, text, size)) {
+    if (left() < size || !same_bytes(m_at, text, size)) {
       return false;
     }
     m_at += size;
@@ -484,33 +445,6 @@ bool stats_member(Cursor& in, CheckDigest& digest, Tier1Stats* full) {
   }
 }
 
-// How many leading bytes a[0, n) and b[0, n) share.
-size_t shared_prefix(const char* a, const char* b, size_t n) {
-  size_t at = 0;
-#if defined(__SSE2__)
-  for (; at + 16 <= n; at += 16) {
-    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
-    __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
-    auto same = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
-    if (same != 0xffff) {
-      return at + static_cast<size_t>(__builtin_ctz(~same));
-    }
-  }
-  if (at < n && n >= 16) {
-    // The rest within the last sixteen bytes, which overlap those compared already.
-    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + n - 16));
-    __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + n - 16));
-    auto differ = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y))) & 0xffff;
-    differ >>= at - (n - 16);
-    return differ == 0 ? n : at + static_cast<size_t>(__builtin_ctz(differ));
-  }
-#endif
-  while (at < n && a[at] == b[at]) {
-    ++at;
-  }
-  return at;
-}
-
 using MemberReader = bool (*)(Cursor&, CheckDigest&, Tier1Stats*);
 
 template <size_t... M>
@@ -724,7 +658,7 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
   const char* at = id.data();
   bool same_id = true;
   auto part = [&at, &same_id ](std::string_view text, char after) __attribute__((always_inline)) {
-    same_id &= equal_bytes(at, text.data(), text.size());
+    same_id &= same_bytes(at, text.data(), text.size());
     at += text.size();
     if (after != '\0') {
       same_id &= *at == after;

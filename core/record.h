@@ -337,7 +337,7 @@ RunFile parse_run_dom_only(std::istream& in, const std::string& name_for_message
 RunFile read_run_file(const std::string& path);
 RunFile read_run_file(const std::string& path, const InputKind& kind);
 // One line of each kind as parse_run reads it (for readers built on this format,
-// core/run_digest.h). They throw driftgate::Error or nlohmann's exception on a line
+// differ/run_digest.h). They throw driftgate::Error or nlohmann's exception on a line
 // parse_run would refuse; a check line goes through the fast path (core/check_json.h)
 // first, and parse_check_line_strict is the strict reader alone (the oracle of tests).
 RunHeader parse_header_line(std::string_view line);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/record.h"
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 namespace driftgate {
 

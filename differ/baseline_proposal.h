@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "core/record.h"
-#include "core/run_digest.h"
 #include "differ/baseline_accept.h"
+#include "differ/run_digest.h"
 
 namespace driftgate {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/record.h"
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 namespace driftgate {
 
@@ -26,7 +26,7 @@ class BaselineStore {
   // driftgate::Error on a malformed name or a corrupt baseline.
   virtual std::optional<RunFile> load(const std::string& env_key, const std::string& sha) const = 0;
 
-  // load() for a diff: the baseline as a digest (core/run_digest.h), with the same
+  // load() for a diff: the baseline as a digest (differ/run_digest.h), with the same
   // checks and errors; `like` as read_run_digest takes it. The default reads it in
   // full with load().
   virtual std::optional<RunDigest> load_digest(const std::string& env_key, const std::string& sha,

@@ -32,7 +32,7 @@
 
 #include "core/exit_code.h"
 #include "core/record.h"
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 namespace driftgate {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 namespace driftgate {
 

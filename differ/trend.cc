@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/run_digest.h"
 #include "differ/latency.h"
+#include "differ/run_digest.h"
 #include "differ/sweep.h"
 
 namespace driftgate {

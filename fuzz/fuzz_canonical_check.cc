@@ -25,7 +25,6 @@
 #include "core/check_json.h"
 #include "core/error.h"
 #include "core/record.h"
-#include "core/run_digest.h"
 
 namespace {
 

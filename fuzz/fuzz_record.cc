@@ -1,5 +1,5 @@
 // libFuzzer target: the JSONL record reader (core/record.h, parse_run) and the
-// diff's digest reader (core/run_digest.h) beside it.
+// diff's digest reader (differ/run_digest.h) beside it.
 //
 // A run file either parses or throws driftgate::Error; a parsed file is written
 // back and must parse again to the same lines (the reader accepts what the writer
@@ -27,7 +27,7 @@
 
 #include "core/error.h"
 #include "core/record.h"
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 namespace {
 

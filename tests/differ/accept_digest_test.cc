@@ -18,9 +18,9 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/record.h"
-#include "core/run_digest.h"
 #include "differ/baseline_accept.h"
 #include "differ/baseline_proposal.h"
+#include "differ/run_digest.h"
 #include "tests/differ/test_support.h"
 
 namespace driftgate {

@@ -11,7 +11,7 @@
 
 #include "core/check_json.h"
 #include "core/record.h"
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 #include "tests/support/temp_dir.h"
 
 namespace driftgate {

@@ -1,4 +1,4 @@
-#include "core/id_order.h"
+#include "differ/id_order.h"
 
 #include <gtest/gtest.h>
 

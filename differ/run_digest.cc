@@ -1,4 +1,4 @@
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -22,9 +22,9 @@
 #include "core/check_json.h"
 #include "core/error.h"
 #include "core/file_util.h"
-#include "core/id_order.h"
 #include "core/input_file.h"
 #include "core/text_compare.h"
+#include "differ/id_order.h"
 
 namespace driftgate {
 
@@ -453,13 +453,10 @@ size_t middle_line(std::string_view text, size_t begin, size_t end) {
   return newline == nullptr ? end : static_cast<size_t>(static_cast<const char*>(newline) - text.data()) + 1;
 }
 
-// The digest of `text`, or nullopt where the strict reader must decide. Its checks
-// come out in id order (id_order is the identity).
-std::optional<RunDigest> try_digest(std::shared_ptr<const ReadBytes> bytes, const RunDigest* like) {
-  std::string_view text = bytes->text();
-  RunDigest digest;
-  digest.bytes = bytes;
-  // The summary is the last line that is not empty; the header the first.
+// Where a run text's check lines lie: after the header (the first line that is not
+// empty) and before the summary (the last), whose values `digest` gets. False where
+// the strict reader must decide (no two lines, or either line refused).
+bool read_frame(std::string_view text, RunDigest& digest, size_t& checks_begin, size_t& checks_end) {
   size_t last_end = text.size();
   while (last_end > 0 && text[last_end - 1] == '\n') {
     --last_end;
@@ -471,135 +468,173 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const ReadBytes> bytes, cons
     ++at;
   }
   if (at >= last_begin) {
-    return std::nullopt;  // no line, or one line only
+    return false;  // no line, or one line only
   }
-  size_t begin = 0;
   try {
-    digest.header = parse_header_line(line_at(text, at, begin));
+    digest.header = parse_header_line(line_at(text, at, checks_begin));
     digest.summary = parse_summary_line(text.substr(last_begin, last_end - last_begin));
+  } catch (...) {
+    return false;
+  }
+  checks_end = last_begin;
+  return true;
+}
+
+// Why: fresh memory is dear (see ReadBytes). The two parts start from the vectors
+// like's read lent, and give theirs back when done: to the lender, or to this read's
+// bytes for a read against this digest later (none for a like that lends none).
+class SpareRoom {
+ public:
+  SpareRoom(Part (&parts)[2], const ReadBytes* bytes, const RunDigest* like) : m_parts(parts) {
+    const ReadBytes* lender = like != nullptr ? dynamic_cast<const ReadBytes*>(like->bytes.get()) : nullptr;
+    if (lender != nullptr) {
+      for (Part& part : parts) {  // the larger for the first half, which may take all checks
+        ReadBytes::Spare spare = lender->borrow();
+        part.checks = std::move(spare.checks);
+        part.touched = spare.touched;
+      }
+    }
+    m_keeper = lender != nullptr ? lender : like == nullptr ? bytes : nullptr;
+  }
+  ~SpareRoom() {
+    if (m_keeper != nullptr) {
+      for (Part& part : m_parts) {
+        m_keeper->lend(std::move(part.checks), part.touched);
+      }
+    }
+  }
+  SpareRoom(const SpareRoom&) = delete;
+  SpareRoom& operator=(const SpareRoom&) = delete;
+
+ private:
+  Part (&m_parts)[2];
+  const ReadBytes* m_keeper = nullptr;
+};
+
+// Reads the check lines in [begin, end) as two halves, one on another thread (both
+// cores read), into `parts`. Room for their merge, should they need one, is reserved
+// in `digest.checks` first: as much as the first part's vector reserves (read_part),
+// erring on the large side; none where that cannot be had (the merge asks for it).
+void read_halves(std::string_view text, size_t begin, size_t end, const RunDigest* like, Part (&parts)[2],
+                 RunDigest& digest) {
+  size_t split = middle_line(text, begin, end);
+  MergeRoom merge_room;
+  try {
+    size_t first = begin;
+    while (first < end && text[first] == '\n') {
+      ++first;
+    }
+    size_t ignored = 0;
+    digest.checks.reserve((end - begin) / (line_at(text, first, ignored).size() + 1) * 5 / 4 + 16);
+    merge_room.room = digest.checks.data();
+    merge_room.capacity = digest.checks.capacity();
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  std::thread second(read_part, text, split, end, end - split, like, std::ref(parts[1]), std::ref(merge_room));
+  read_part(text, begin, split, end - begin, like, parts[0], merge_room);
+  second.join();
+}
+
+// The run's summary derived from the keys the parts noted as they read (a few runs of
+// equal keys, not a pass over a hundred megabytes of digests); nullopt where it
+// cannot be made (the strict reader decides).
+std::optional<RunSummary> summary_of_keys(const RunHeader& header, const std::vector<KeyRun>& keys, size_t count) {
+  try {
+    size_t run = 0;
+    size_t run_start = 0;  // the index of run's first check
+    return summarize_keys(header, count, [&keys, &run, &run_start](size_t i) {
+      while (i < run_start) {
+        run_start -= keys[--run].count;
+      }
+      while (i >= run_start + keys[run].count) {
+        run_start += keys[run++].count;
+      }
+      return keys[run].key;
+    });
   } catch (...) {
     return std::nullopt;
   }
-  // Two halves, one on another thread: both cores read.
-  size_t split = middle_line(text, begin, last_begin);
+}
+
+// Appends the two parts' checks to `checks` in id order: the second after the first
+// when the file is sorted (a stored baseline), else one merge of their id orders.
+// False on a repeated id.
+bool gather_in_id_order(const Part& first, const Part& second, bool in_file_order, std::vector<CheckDigest>& checks) {
+  if (in_file_order) {
+    checks.insert(checks.end(), second.checks.begin(), second.checks.end());
+    return true;
+  }
+  auto first_at = [&first](size_t i) -> const CheckDigest& {
+    return first.checks[first.order.empty() ? i : first.order[i]];
+  };
+  auto second_at = [&second](size_t i) -> const CheckDigest& {
+    return second.checks[second.order.empty() ? i : second.order[i]];
+  };
+  size_t a = 0;
+  size_t b = 0;
+  while (a < first.checks.size() || b < second.checks.size()) {
+    bool take_first =
+        b == second.checks.size() || (a < first.checks.size() && text_less(first_at(a).id, second_at(b).id));
+    const CheckDigest& check = take_first ? first_at(a++) : second_at(b++);
+    if (!checks.empty() && !text_less(checks.back().id, check.id)) {
+      return false;  // equal neighbours: a repeated id
+    }
+    checks.push_back(check);
+  }
+  return true;
+}
+
+// The digest of `text`, or nullopt where the strict reader must decide. Its checks
+// come out in id order (id_order is the identity).
+std::optional<RunDigest> try_digest(std::shared_ptr<const ReadBytes> bytes, const RunDigest* like) {
+  std::string_view text = bytes->text();
+  RunDigest digest;
+  digest.bytes = bytes;
+  size_t begin = 0;
+  size_t end = 0;
+  if (!read_frame(text, digest, begin, end)) {
+    return std::nullopt;
+  }
   Part parts[2];
-  // Memory like's read lent (the larger for the first half, which may take all checks).
-  const ReadBytes* lender = like != nullptr ? dynamic_cast<const ReadBytes*>(like->bytes.get()) : nullptr;
-  if (lender != nullptr) {
-    for (Part& part : parts) {
-      ReadBytes::Spare spare = lender->borrow();
-      part.checks = std::move(spare.checks);
-      part.touched = spare.touched;
-    }
-  }
-  // What the parts' vectors go back to when done: the lender, or this read's bytes
-  // (for a read against this digest later); none for a read with a like that lends none.
-  const ReadBytes* keeper = lender != nullptr ? lender : like == nullptr ? bytes.get() : nullptr;
-  struct GiveBack {
-    Part* parts;
-    const ReadBytes* keeper;
-    ~GiveBack() {
-      if (keeper != nullptr) {
-        for (int i = 0; i < 2; ++i) {
-          keeper->lend(std::move(parts[i].checks), parts[i].touched);
-        }
-      }
-    }
-  } give_back{parts, keeper};
-  {
-    // Room for the merge of the parts, should they need one: as much as the first
-    // part's vector reserves (read_part), erring on the large side; none where that
-    // cannot be had (the merge then asks for what it needs).
-    MergeRoom merge_room;
-    try {
-      size_t first = begin;
-      while (first < last_begin && text[first] == '\n') {
-        ++first;
-      }
-      size_t ignored = 0;
-      digest.checks.reserve((last_begin - begin) / (line_at(text, first, ignored).size() + 1) * 5 / 4 + 16);
-      merge_room.room = digest.checks.data();
-      merge_room.capacity = digest.checks.capacity();
-    } catch (const std::bad_alloc&) {
-    } catch (const std::length_error&) {
-    }
-    std::thread second(read_part, text, split, last_begin, last_begin - split, like, std::ref(parts[1]),
-                       std::ref(merge_room));
-    read_part(text, begin, split, last_begin - begin, like, parts[0], merge_room);
-    second.join();
-  }
+  SpareRoom spare_room(parts, bytes.get(), like);
+  read_halves(text, begin, end, like, parts, digest);
   if (parts[0].refused || parts[1].refused) {
     return std::nullopt;
   }
   const size_t count = parts[0].checks.size() + parts[1].checks.size();
-  auto& first = parts[0];
-  const auto& second = parts[1];
-  const bool in_file_order =
-      first.order.empty() && second.order.empty() &&
-      (first.checks.empty() || second.checks.empty() || text_less(first.checks.back().id, second.checks.front().id));
-  // Where the checks go: after the first half's (a sorted file, a stored baseline: the
-  // second half follows the first), or the room reserved for a merge of the two.
+  Part& first = parts[0];
+  const bool in_file_order = first.order.empty() && parts[1].order.empty() &&
+                             (first.checks.empty() || parts[1].checks.empty() ||
+                              text_less(first.checks.back().id, parts[1].checks.front().id));
   if (in_file_order) {
-    digest.checks = std::move(first.checks);
+    digest.checks = std::move(first.checks);  // the second half follows the first's
     first.checks = {};
   }
   digest.checks.reserve(count);
-  // On another thread while this one gathers the checks: the further half of the fresh
-  // room they go to prefaulted (this thread's writes fault in the nearer half
-  // meanwhile), then the identity id order and the summary (of the checks' keys, in
-  // whatever order: those the parts noted as they read, a few runs, not a pass over a
-  // hundred megabytes of digests).
+  // Why a second thread here: while this one gathers the checks, it prefaults the
+  // further half of the fresh room they go to (this thread's writes fault in the nearer
+  // half meanwhile), then writes the identity id order and derives the summary.
   const size_t coming = count - digest.checks.size();
   const CheckDigest* further = digest.checks.data() + digest.checks.size() + coming / 2;
   const size_t further_bytes = (coming - coming / 2) * sizeof(CheckDigest);
   std::vector<KeyRun> keys = std::move(parts[0].keys);
   keys.insert(keys.end(), parts[1].keys.begin(), parts[1].keys.end());
-  RunSummary derived;
-  bool derived_read = false;
-  Background side([&digest, &keys, &derived, &derived_read, count, further, further_bytes] {
+  std::optional<RunSummary> derived;
+  Background side([&digest, &keys, &derived, count, further, further_bytes] {
     prefault(further, further_bytes);
     try {
       digest.id_order.reserve(count);
       for (size_t i = 0; i < count; ++i) {
         digest.id_order.push_back(i);
       }
-      size_t run = 0;
-      size_t run_start = 0;  // the index of run's first check
-      derived = summarize_keys(digest.header, count, [&keys, &run, &run_start](size_t i) {
-        while (i < run_start) {
-          run_start -= keys[--run].count;
-        }
-        while (i >= run_start + keys[run].count) {
-          run_start += keys[run++].count;
-        }
-        return keys[run].key;
-      });
-      derived_read = true;
+      derived = summary_of_keys(digest.header, keys, count);
     } catch (...) {
-      derived_read = false;  // the strict reader decides
+      derived.reset();  // the strict reader decides
     }
   });
-  if (in_file_order) {
-    digest.checks.insert(digest.checks.end(), second.checks.begin(), second.checks.end());
-  } else {
-    // One merge of the halves' id orders; equal neighbours are repeated ids.
-    size_t a = 0;
-    size_t b = 0;
-    auto first_at = [&first](size_t i) -> const CheckDigest& {
-      return first.checks[first.order.empty() ? i : first.order[i]];
-    };
-    auto second_at = [&second](size_t i) -> const CheckDigest& {
-      return second.checks[second.order.empty() ? i : second.order[i]];
-    };
-    while (a < first.checks.size() || b < second.checks.size()) {
-      bool take_first =
-          b == second.checks.size() || (a < first.checks.size() && text_less(first_at(a).id, second_at(b).id));
-      const CheckDigest& check = take_first ? first_at(a++) : second_at(b++);
-      if (!digest.checks.empty() && !text_less(digest.checks.back().id, check.id)) {
-        return std::nullopt;  // a repeated id
-      }
-      digest.checks.push_back(check);
-    }
+  if (!gather_in_id_order(first, parts[1], in_file_order, digest.checks)) {
+    return std::nullopt;
   }
   for (auto& part : parts) {
     for (auto& record : part.records) {
@@ -615,7 +650,7 @@ std::optional<RunDigest> try_digest(std::shared_ptr<const ReadBytes> bytes, cons
   digest.serial = next_serial();
   digest.like_serial = like != nullptr ? like->serial : 0;
   side.join();
-  if (!derived_read || !same_summary(derived, digest.summary)) {
+  if (!derived || !same_summary(*derived, digest.summary)) {
     return std::nullopt;
   }
   return digest;

@@ -1,11 +1,11 @@
-// The digest reader (core/run_digest.h) held to the strict reader it stands in for:
+// The digest reader (differ/run_digest.h) held to the strict reader it stands in for:
 //   - read_canonical_check accepts a line only where the strict per-line reader accepts
 //     it with the same id, experiment, output, status, message and max_abs: over
 //     random records as the writer writes them, and over thousands of edits of such lines;
 //   - read_run_digest reads every file read_run_file reads, to the same values, and
 //     refuses every file it refuses with exactly its message;
 //   - the inline comparisons of core/text_compare.h answer as std::string_view does.
-#include "core/run_digest.h"
+#include "differ/run_digest.h"
 
 #include <gtest/gtest.h>
 
@@ -30,9 +30,9 @@
 
 #include "core/check_json.h"
 #include "core/error.h"
-#include "core/id_order.h"
 #include "core/record.h"
 #include "core/text_compare.h"
+#include "differ/id_order.h"
 #include "tests/support/temp_dir.h"
 
 namespace driftgate {
@@ -1463,6 +1463,10 @@ TEST(TextCompare, AgreesWithStringViewOnRandomTexts) {
     ASSERT_EQ(text_less(y, x), y < x) << round;
     size_t n = std::min(a.size(), b.size());
     ASSERT_EQ(same_bytes(a.data(), b.data(), n), std::memcmp(a.data(), b.data(), n) == 0) << round;
+    ASSERT_EQ(shared_prefix(a.data(), b.data(), n),
+              static_cast<size_t>(
+                  std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin()).first - a.begin()))
+        << round;
     less += x < y ? 1 : 0;
     equal += x == y ? 1 : 0;
   }
@@ -1482,6 +1486,7 @@ TEST(TextCompare, EveryPositionOfEveryLengthDecides) {
     EXPECT_TRUE(same_text(base, base));
     EXPECT_FALSE(text_less(base, base));
     EXPECT_TRUE(same_bytes(base.data(), std::string(base).data(), length));
+    EXPECT_EQ(shared_prefix(base.data(), std::string(base).data(), length), length);
     for (size_t at = 0; at < length; ++at) {
       for (const auto& pair : k_pairs) {
         std::string low = base;
@@ -1491,6 +1496,7 @@ TEST(TextCompare, EveryPositionOfEveryLengthDecides) {
         ASSERT_FALSE(same_text(low, high)) << length << " at " << at;
         ASSERT_FALSE(same_bytes(low.data(), high.data(), length)) << length << " at " << at;
         ASSERT_TRUE(same_bytes(low.data(), high.data(), at)) << length << " at " << at;
+        ASSERT_EQ(shared_prefix(low.data(), high.data(), length), at) << length << " at " << at;
         ASSERT_TRUE(text_less(low, high)) << length << " at " << at;
         ASSERT_FALSE(text_less(high, low)) << length << " at " << at;
       }
