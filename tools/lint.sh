@@ -4,7 +4,7 @@
 # libraries, using DIR/compile_commands.json (LINT_BUILD_DIR, default build-notorch).
 # tools/test.sh (so CI) runs `tools/lint.sh --format`, the formatting only (seconds);
 # clang-tidy takes minutes on 2 cores and is not part of it: run it before sending a
-# change to core/, tasks/, differ/, ci/ or app/.
+# change to core/, tasks/, differ/, ci/, app/ or runner/torchscript_archive.cc (torch-free).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unformatted=$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror 2>&1 |
@@ -24,7 +24,8 @@ if [[ ! -f $build_dir/compile_commands.json ]]; then
   fi
   tools/build.sh --no-torch
 fi
-files=$(git ls-files 'core/*.cc' 'tasks/*.cc' 'differ/*.cc' 'ci/*.cc' 'app/*.cc' | grep -v -E 'cmd_run.cc|cmd_env.cc')
+files=$(git ls-files 'core/*.cc' 'tasks/*.cc' 'differ/*.cc' 'ci/*.cc' 'app/*.cc' runner/torchscript_archive.cc |
+  grep -v -E 'cmd_run.cc|cmd_env.cc')
 # shellcheck disable=SC2086
 clang-tidy -p "$build_dir" --quiet $files
 echo "lint: clang-tidy clean on $(echo "$files" | wc -w) files"
