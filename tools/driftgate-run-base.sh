@@ -5,7 +5,7 @@
 #
 #   driftgate-run-base diff RUN.jsonl [--on-missing-baseline neutral|run-base] [--store S] [--base REV]
 #       [--repo DIR] [--configs GLOB] [--run-args ARGS] [--prepare CMD] [--base-run FILE]
-#       [-- DIFF-OPTIONS...]
+#       [--keep-base-run FILE] [-- DIFF-OPTIONS...]
 #     Diffs RUN.jsonl with the stored baseline (driftgate diff --store S --base REV DIFF-OPTIONS).
 #     When no stored baseline is comparable (the runner's environment key has none) and
 #     --on-missing-baseline is run-base, the baseline is built on the spot: the merge base of
@@ -13,6 +13,9 @@
 #     `driftgate run CONFIGS RUN-ARGS` (or --base-run FILE, a run made that way already), the
 #     base run is stored in a temporary store and RUN.jsonl is diffed with it, so both sides
 #     share one environment by construction. Every output says so (--note of driftgate diff).
+#     The base run is kept as --keep-base-run FILE (default: base-run.jsonl beside RUN.jsonl):
+#     a failing gate's accept commands store it in S first (baseline update), as no baseline of
+#     this environment is stored there; with it, they work in the checkout once the job is gone.
 #   driftgate-run-base build-base -o BASE.jsonl --configs GLOB [--run-args ARGS] [--prepare CMD]
 #       [--base REV] [--repo DIR] [--if-no-baseline RUN.jsonl [--store S]]
 #     Only the base run (e.g. one per shard, on the shard's runner); with --if-no-baseline it
@@ -57,14 +60,14 @@ case $action in
   -h|--help) usage 0 ;;
   *) usage 2 >&2 ;;
 esac
-run_file="" mode=neutral store=baselines base="" repo=. configs="" run_args="" prepare="" base_run="" out=""
+run_file="" mode=neutral store=baselines base="" repo=. configs="" run_args="" prepare="" base_run="" out="" keep=""
 if_no_baseline="" prepare_set=0
 base=${CI_MERGE_REQUEST_DIFF_BASE_SHA:-${DRIFTGATE_BASE_SHA:-}}
 diff_args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --) shift; diff_args=("$@"); break ;;
-    --on-missing-baseline|--store|--base|--repo|--configs|--run-args|--prepare|--base-run|-o|--if-no-baseline)
+    --on-missing-baseline|--store|--base|--repo|--configs|--run-args|--prepare|--base-run|-o|--if-no-baseline|--keep-base-run)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case $1 in
         --on-missing-baseline) mode=$2 ;;
@@ -77,6 +80,7 @@ while [[ $# -gt 0 ]]; do
         --base-run) base_run=$2 ;;
         -o) out=$2 ;;
         --if-no-baseline) if_no_baseline=$2 ;;
+        --keep-base-run) keep=$2 ;;
       esac
       shift 2 ;;
     -h|--help) usage 0 ;;
@@ -203,11 +207,18 @@ stored=$(cd "$tmp/store" && ls -d -- */"$merge_base".jsonl 2>/dev/null)
 base_key=${stored%%/*}
 [[ $base_key == "$run_key" ]] ||
   die "the base run's environment $base_key differs from the run's $run_key: run both on the same runner"
+# The base run is kept beside the run: the accept commands a failing diff suggests store it in
+# $store first (the temporary store is gone when they are followed).
+[[ -n $keep ]] || keep="$(dirname "$run_file")/base-run.jsonl"
+if [[ -z $base_run || $(realpath -m "$keep") != $(realpath "$base_run") ]]; then
+  cp "$tmp/base.jsonl" "$keep.tmp.$$" 2>/dev/null && mv "$keep.tmp.$$" "$keep" ||
+    { rm -f "$keep.tmp.$$"; die "cannot write the base run to $keep (--keep-base-run FILE)"; }
+fi
 note="baseline built on the spot from merge base $merge_base on this runner (no stored baseline in $store"
-note+=" for environment $run_key; on-missing-baseline: run-base). It is not kept: baseline accept needs a"
-note+=" stored baseline of this environment (refresh on a runner of this key)"
+note+=" for environment $run_key; on-missing-baseline: run-base), kept as $keep. Accepting needs a baseline of"
+note+=" this environment in $store: the commands below store this one there first (commit $store with them)"
 echo "$me: $note" >&2
 status=0
 "$driftgate" diff "$run_file" --store "$tmp/store" --repo "$repo" --base "$merge_base" --note "$note" \
-  "${diff_args[@]}" || status=$?
+  --refresh-base-run "$keep" --refresh-store "$store" "${diff_args[@]}" || status=$?
 exit "$status"

@@ -102,13 +102,42 @@ expect_exit 0 "(b) without run-base the regression is not seen (neutral)" -- "$g
 expect_contains "$work/stdout" "no comparable baseline" "(b) neutral says why"
 expect_exit 1 "(b) run-base: the regressing PR fails the gate" -- "$gate" diff "$work/sharp.jsonl" --base main \
   --on-missing-baseline run-base --configs 'configs/*.yaml' --run-args '--threads 1' \
-  -- --report "$work/sharp.json" --format text
+  -- --report "$work/sharp.json" --markdown "$work/sharp.md" --format text
 expect_contains "$work/stdout" "driftgate: FAIL - 2 failure grew" "(b) bf16's failure grew on both inputs"
 expect_contains "$work/stdout" "digits/test_000/cpu_fp32~cpu_bf16/out  fail_numeric -> fail_numeric" "(b) the check is named"
 expect_contains "$work/stdout" "baseline built on the spot from merge base $main_sha" "(b) the text names the merge base"
 expect_equal "$(json_get "$work/sharp.json" 'r["verdict"]')" fail "(b) report.json: verdict fail"
 expect_equal "$(json_get "$work/sharp.json" 'r["baseline"]["sha"]')" "$main_sha" "(b) report.json: the merge base"
 expect_clean "(b)"
+
+# (c) The suggested accept commands, followed literally in fresh clones of the PR branch (the
+# temporary store is gone): each must leave a store with which the plain gate passes this run.
+sharp_sha=$(git rev-parse HEAD)
+refresh=$(json_get "$work/sharp.json" 'r["refresh"]["command"]')
+proposal=$(json_get "$work/sharp.json" 'r["refresh"]["proposal_command"]')
+expect_contains "$work/stdout" "$refresh" "(c) the text summary prints report.json's accept command"
+expect_contains "$work/sharp.md" "$refresh" "(c) so does the markdown summary"
+expect_contains "$work/sharp.md" "$proposal" "(c) and the proposal's command"
+expect_contains "$work/sharp.md" "kept as $work/base-run.jsonl" "(c) the note says where the base run is kept"
+expect_equal "$(head -1 "$work/base-run.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["commit"]["sha"])')" \
+  "$main_sha" "(c) the kept base run is the merge base's"
+checks=$((checks + 1))
+if [[ $refresh == *"$TMPDIR"* || $proposal == *"$TMPDIR"* ]]; then failures=$((failures + 1));
+  echo "FAIL: (c) a suggestion names the deleted temporary store: $refresh"; else echo "ok: (c) no suggestion names the temporary store"; fi
+mkdir -p "$work/bin" && ln -sf "$DRIFTGATE" "$work/bin/driftgate"  # the printed commands call driftgate
+for kind in refresh proposal; do
+  git clone -q "$repo" "$work/follow-$kind" || exit 1
+  command=$refresh
+  [[ $kind == proposal ]] && command=$proposal
+  expect_exit 0 "(c) $kind: the suggested command works as printed" -- env PATH="$work/bin:$PATH" bash -c "cd '$work/follow-$kind' && $command"
+  expect_exit 0 "(c) $kind: the store now holds the merge base's and the accepted baseline of this key" -- \
+    test -f "$work/follow-$kind/baselines/$run_key/$main_sha.jsonl" -a -f "$work/follow-$kind/baselines/$run_key/$sharp_sha.jsonl"
+  expect_exit 0 "(c) $kind: with that store the plain gate (no run-base) passes the run" -- "$DRIFTGATE" diff \
+    "$work/sharp.jsonl" --base "$main_sha" --repo "$work/follow-$kind" --store "$work/follow-$kind/baselines" \
+    --report "$work/follow-$kind.json" -q
+  expect_equal "$(json_get "$work/follow-$kind.json" 'r["verdict"]')" pass "(c) $kind: report.json: verdict pass"
+done
+expect_clean "(c)"
 
 # The shard path (GitHub): build-base per shard, then diff with --base-run.
 expect_exit 0 "build-base writes the merge base's run" -- "$gate" build-base -o "$work/base.jsonl" --base main \
