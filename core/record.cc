@@ -68,15 +68,16 @@ Json tolerance_json(const Tolerance& tolerance) {
 
 // k and origin are optional: records written before them have neither.
 Tolerance parse_tolerance(const Json& json) {
+  const JsonFields fields(json);
   Tolerance tolerance;
-  tolerance.atol = JsonFields(json).number("atol");
-  tolerance.rtol = JsonFields(json).number("rtol");
-  tolerance.rule = parse_tolerance_rule(JsonFields(json).text("rule"));
-  if (json.contains("k")) {
-    tolerance.k = JsonFields(json).number("k");
+  tolerance.atol = fields.number("atol");
+  tolerance.rtol = fields.number("rtol");
+  tolerance.rule = parse_tolerance_rule(fields.text("rule"));
+  if (fields.has("k")) {
+    tolerance.k = fields.number("k");
   }
-  if (json.contains("origin")) {
-    tolerance.origin = JsonFields(json).text("origin");
+  if (fields.has("origin")) {
+    tolerance.origin = fields.text("origin");
   }
   return tolerance;
 }
@@ -102,70 +103,74 @@ Json tolerance_override_json(const ToleranceOverride& entry) {
 }
 
 ToleranceOverride parse_tolerance_override(const Json& json) {
+  const JsonFields fields(json);
   if (!json.is_object()) {
     throw Error("a tolerances entry must be an object, got " + json.dump());
   }
   ToleranceOverride entry;
   for (const auto& [key, value] :
        {std::pair{"target", &entry.target}, {"output", &entry.output}, {"dtype", &entry.dtype}}) {
-    if (json.contains(key)) {
-      *value = JsonFields(json).text(key);
+    if (fields.has(key)) {
+      *value = fields.text(key);
     }
   }
-  if (json.contains("rule")) {
-    entry.rule = parse_tolerance_rule(JsonFields(json).text("rule"));
+  if (fields.has("rule")) {
+    entry.rule = parse_tolerance_rule(fields.text("rule"));
   }
   for (const auto& [key, value] : {std::pair{"atol", &entry.atol}, {"rtol", &entry.rtol}, {"k", &entry.k}}) {
-    if (json.contains(key)) {
-      *value = JsonFields(json).number(key);
+    if (fields.has(key)) {
+      *value = fields.number(key);
     }
   }
-  entry.origin = JsonFields(json).text("origin");
+  entry.origin = fields.text("origin");
   return entry;
 }
 
 OracleErrors parse_oracle(const Json& json) {
-  return OracleErrors{JsonFields(json).number("reference_max_abs"), JsonFields(json).number("target_max_abs"),
-                      JsonFields(json).number("reference_rmse"), JsonFields(json).number("target_rmse")};
+  const JsonFields fields(json);
+  return OracleErrors{fields.number("reference_max_abs"), fields.number("target_max_abs"),
+                      fields.number("reference_rmse"), fields.number("target_rmse")};
 }
 
 ObservedTensor parse_observed(const Json& json) {
-  return ObservedTensor{JsonFields(json).text("device"), JsonFields(json).text("dtype"),
-                        JsonFields(json).text("memory_format"), JsonFields(json).integers("shape")};
+  const JsonFields fields(json);
+  return ObservedTensor{fields.text("device"), fields.text("dtype"), fields.text("memory_format"),
+                        fields.integers("shape")};
 }
 
 Tier1Stats parse_stats(const Json& json) {
+  const JsonFields fields(json);
   Tier1Stats stats;
-  stats.numel = JsonFields(json).integer("numel");
-  stats.mismatches = JsonFields(json).integer("mismatches");
-  stats.mismatch_fraction = JsonFields(json).number("mismatch_fraction");
-  stats.max_abs = JsonFields(json).number("max_abs");
-  stats.max_abs_index = JsonFields(json).integers("max_abs_index");
-  stats.max_abs_reference = JsonFields(json).number("max_abs_reference");
-  stats.max_abs_target = JsonFields(json).number("max_abs_target");
-  stats.max_rel = JsonFields(json).number("max_rel");
-  stats.max_rel_index = JsonFields(json).integers("max_rel_index");
-  stats.rel_floor = JsonFields(json).number("rel_floor");
-  stats.max_abs_reference_value = JsonFields(json).number("max_abs_reference_value");
-  stats.nan_reference = JsonFields(json).integer("nan_reference");
-  stats.nan_target = JsonFields(json).integer("nan_target");
-  stats.inf_reference = JsonFields(json).integer("inf_reference");
-  stats.inf_target = JsonFields(json).integer("inf_target");
-  stats.min_atol = JsonFields(json).number("min_atol");
-  stats.min_rtol = JsonFields(json).number("min_rtol");
-  stats.mean_abs = JsonFields(json).number("mean_abs");
-  stats.p99_abs = JsonFields(json).number("p99_abs");
-  stats.rmse = JsonFields(json).number("rmse");
-  stats.cosine_similarity = JsonFields(json).number("cosine_similarity");
-  stats.max_ulp = JsonFields(json).number("max_ulp");
-  if (json.contains("oracle")) {
+  stats.numel = fields.integer("numel");
+  stats.mismatches = fields.integer("mismatches");
+  stats.mismatch_fraction = fields.number("mismatch_fraction");
+  stats.max_abs = fields.number("max_abs");
+  stats.max_abs_index = fields.integers("max_abs_index");
+  stats.max_abs_reference = fields.number("max_abs_reference");
+  stats.max_abs_target = fields.number("max_abs_target");
+  stats.max_rel = fields.number("max_rel");
+  stats.max_rel_index = fields.integers("max_rel_index");
+  stats.rel_floor = fields.number("rel_floor");
+  stats.max_abs_reference_value = fields.number("max_abs_reference_value");
+  stats.nan_reference = fields.integer("nan_reference");
+  stats.nan_target = fields.integer("nan_target");
+  stats.inf_reference = fields.integer("inf_reference");
+  stats.inf_target = fields.integer("inf_target");
+  stats.min_atol = fields.number("min_atol");
+  stats.min_rtol = fields.number("min_rtol");
+  stats.mean_abs = fields.number("mean_abs");
+  stats.p99_abs = fields.number("p99_abs");
+  stats.rmse = fields.number("rmse");
+  stats.cosine_similarity = fields.number("cosine_similarity");
+  stats.max_ulp = fields.number("max_ulp");
+  if (fields.has("oracle")) {
     stats.oracle = parse_oracle(json["oracle"]);
   }
-  if (json.contains("reference_repeat_max_abs")) {
-    stats.reference_repeat_max_abs = JsonFields(json).number("reference_repeat_max_abs");
+  if (fields.has("reference_repeat_max_abs")) {
+    stats.reference_repeat_max_abs = fields.number("reference_repeat_max_abs");
   }
-  if (json.contains("target_repeat_max_abs")) {
-    stats.target_repeat_max_abs = JsonFields(json).number("target_repeat_max_abs");
+  if (fields.has("target_repeat_max_abs")) {
+    stats.target_repeat_max_abs = fields.number("target_repeat_max_abs");
   }
   return stats;
 }
@@ -183,30 +188,32 @@ Json environment_json(const Environment& environment) {
 }
 
 Environment parse_environment(const Json& json) {
+  const JsonFields fields(json);
   Environment environment;
-  for (const auto& [name, value] : JsonFields(json).get("keyed").items()) {
+  for (const auto& [name, value] : fields.get("keyed").items()) {
     environment.keyed[name] = value.get<std::string>();
   }
-  for (const auto& [name, value] : JsonFields(json).get("info").items()) {
+  for (const auto& [name, value] : fields.get("info").items()) {
     environment.info[name] = value.get<std::string>();
   }
   return environment;
 }
 
 RunHeader parse_header(const Json& json) {
+  const JsonFields fields(json);
   RunHeader header;
-  header.schema = JsonFields(json).small_integer("schema");
+  header.schema = fields.small_integer("schema");
   if (header.schema != k_record_schema_version) {
     throw Error("record schema " + std::to_string(header.schema) + " is not supported (this driftgate reads " +
                 std::to_string(k_record_schema_version) + "); re-run with this driftgate version");
   }
-  header.tool_version = JsonFields(json).text("tool_version");
-  const Json& commit = JsonFields(json).get("commit");
+  header.tool_version = fields.text("tool_version");
+  const Json& commit = fields.get("commit");
   header.commit.sha = JsonFields(commit).text("sha");
   header.commit.branch = JsonFields(commit).text("branch");
   header.commit.dirty = JsonFields(commit).boolean("dirty");
-  header.environment = parse_environment(JsonFields(json).get("environment"));
-  if (json.contains("shard")) {
+  header.environment = parse_environment(fields.get("environment"));
+  if (fields.has("shard")) {
     const Json& shard = json["shard"];
     header.shard.index = JsonFields(shard).small_integer("index");
     header.shard.count = JsonFields(shard).small_integer("count");
@@ -215,12 +222,12 @@ RunHeader parse_header(const Json& json) {
                   " is out of range (index must be 0..count-1)");
     }
   }
-  std::string key = JsonFields(json).text("env_key");
+  std::string key = fields.text("env_key");
   if (key != header.environment.key()) {
     throw Error("env_key " + key + " does not match the environment it describes (" + header.environment.key() +
                 "); the file was edited by hand or is corrupt");
   }
-  for (const auto& item : JsonFields(json).get("experiments")) {
+  for (const auto& item : fields.get("experiments")) {
     ExperimentHeader experiment;
     experiment.name = JsonFields(item).text("name");
     experiment.config_path = JsonFields(item).text("config_path");
@@ -251,35 +258,36 @@ RunHeader parse_header(const Json& json) {
 }
 
 CheckRecord parse_check(const Json& json) {
+  const JsonFields fields(json);
   CheckRecord check;
-  check.id = JsonFields(json).text("id");
-  check.experiment = JsonFields(json).text("experiment");
-  check.input = JsonFields(json).text("input");
-  check.reference = JsonFields(json).text("reference");
-  check.target = JsonFields(json).text("target");
-  check.output = JsonFields(json).text("output");
-  check.status = parse_check_status(JsonFields(json).text("status"));
-  check.message = JsonFields(json).text("message");
-  check.tolerance = parse_tolerance(JsonFields(json).get("tolerance"));
-  if (json.contains("observed_reference")) {
+  check.id = fields.text("id");
+  check.experiment = fields.text("experiment");
+  check.input = fields.text("input");
+  check.reference = fields.text("reference");
+  check.target = fields.text("target");
+  check.output = fields.text("output");
+  check.status = parse_check_status(fields.text("status"));
+  check.message = fields.text("message");
+  check.tolerance = parse_tolerance(fields.get("tolerance"));
+  if (fields.has("observed_reference")) {
     check.observed_reference = parse_observed(json["observed_reference"]);
   }
-  if (json.contains("observed_target")) {
+  if (fields.has("observed_target")) {
     check.observed_target = parse_observed(json["observed_target"]);
   }
-  if (json.contains("stats")) {
+  if (fields.has("stats")) {
     check.stats = parse_stats(json["stats"]);
   }
-  if (json.contains("localization")) {
+  if (fields.has("localization")) {
     check.localization = localization_from_json(json["localization"]);
   }
-  if (json.contains("task")) {
+  if (fields.has("task")) {
     check.task = task_result_from_json(json["task"]);
   }
-  if (json.contains("mitigation")) {
+  if (fields.has("mitigation")) {
     check.mitigation = mitigation_from_json(json["mitigation"]);
   }
-  if (json.contains("messages")) {
+  if (fields.has("messages")) {
     const Json& messages = json["messages"];
     if (!messages.is_array()) {
       throw Error("field 'messages' must be an array");
@@ -298,7 +306,7 @@ CheckRecord parse_check(const Json& json) {
       check.messages.push_back(std::move(message));
     }
   }
-  const Json& timings = JsonFields(json).get("timings_ms");
+  const Json& timings = fields.get("timings_ms");
   check.reference_ms = JsonFields(timings).number("reference");
   check.target_ms = JsonFields(timings).number("target");
   // The interquartile ranges: both or neither (records written before they were measured).
@@ -320,8 +328,9 @@ CheckRecord parse_check(const Json& json) {
 }
 
 RunSummary parse_summary(const Json& json) {
+  const JsonFields fields(json);
   RunSummary summary;
-  for (const auto& item : JsonFields(json).get("experiments")) {
+  for (const auto& item : fields.get("experiments")) {
     ExperimentSummary experiment;
     experiment.name = JsonFields(item).text("name");
     require_printable(experiment.name, "experiment name");
@@ -332,9 +341,9 @@ RunSummary parse_summary(const Json& json) {
     experiment.checks = JsonFields(item).integer("checks");
     summary.experiments.push_back(experiment);
   }
-  summary.expected_checks = JsonFields(json).integer("expected_checks");
-  summary.checks = JsonFields(json).integer("checks");
-  for (const auto& [name, count] : JsonFields(json).get("by_status").items()) {
+  summary.expected_checks = fields.integer("expected_checks");
+  summary.checks = fields.integer("checks");
+  for (const auto& [name, count] : fields.get("by_status").items()) {
     if (!count.is_number_integer()) {
       throw Error("field 'by_status' must map statuses to integers, got '" + name + "': " + count.dump());
     }
