@@ -591,7 +591,6 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
   }
   Tolerance* limits = full != nullptr ? &full->tolerance : nullptr;  // a full read's values go here
   auto tolerance = [&in, &rule, limits] {
-    std::string_view origin;
     if (limits != nullptr) {
       limits->k = 0.0;
       limits->origin.clear();
