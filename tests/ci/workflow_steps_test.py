@@ -268,6 +268,15 @@ def main():
         upload = [s for s in gate["jobs"]["run"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
         check("the shard artifact carries the base shard",
               len(upload) == 1 and "out/base-${{ matrix.shard }}.jsonl" in upload[0]["with"]["path"], str(upload))
+        # Every file the gate's printed accept commands name travels in the report artifact:
+        # `baseline accept GLOB --run out/run.jsonl`, `--proposal out/baseline-proposal.jsonl`,
+        # and run-base's `baseline update out/base-run.jsonl`.
+        report_upload = [s for s in gate["jobs"]["gate"]["steps"]
+                         if str(s.get("uses", "")).startswith("actions/upload-artifact")
+                         and "report" in str(s.get("with", {}).get("name", ""))]
+        report_paths = report_upload[0]["with"]["path"].split() if len(report_upload) == 1 else []
+        for needed in ("out/run.jsonl", "out/baseline-proposal.jsonl", "out/base-run.jsonl", "out/report.json"):
+            check("the report artifact carries " + needed, needed in report_paths, str(report_upload))
 
         shards = os.path.join(work, "out", "shards")
         os.makedirs(shards, exist_ok=True)
