@@ -173,8 +173,9 @@ std::optional<DiffRequest> parse_request(CommandContext& context) {
   if (variables.count("refresh-store") != 0) {
     request.refresh_store = variables["refresh-store"].as<std::string>();
     if (request.refresh_base_run.empty()) {
-      throw Error("driftgate diff: --refresh-store needs --refresh-base-run FILE (the run the compared baseline was "
-                  "made from, which the suggested commands store there first)");
+      throw Error(
+          "driftgate diff: --refresh-store needs --refresh-base-run FILE (the run the compared baseline was "
+          "made from, which the suggested commands store there first)");
     }
   }
   if (!request.refresh_base_run.empty()) {
@@ -365,6 +366,13 @@ int cmd_diff(CommandContext& context) {
       throw Error("baseline " + selection.env_key + "/" + selection.sha +
                   " disappeared while being read; run the diff again");
     }
+  }
+  // The latency table's rows (one per experiment, input and backend: a million at a
+  // million checks) are read from the run on another thread while this one compares
+  // the checks and reads the baseline's rows.
+  std::future<std::vector<LatencyRow>> run_latency =
+      std::async(std::launch::async, [&run] { return latency_rows(run); });
+  if (selection.found) {
     DiffOptions diff_options;
     diff_options.drift_factor = request->drift_factor;
     diff_options.name_quiet_checks = !request->junit_path.empty();  // only JUnit lists them
@@ -372,9 +380,10 @@ int cmd_diff(CommandContext& context) {
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);
   report.notes.insert(report.notes.begin(), request->notes.begin(), request->notes.end());
-  report.latency = latency_rows(run);
+  std::vector<LatencyRow> baseline_latency = baseline ? latency_rows(*baseline) : std::vector<LatencyRow>();
+  report.latency = run_latency.get();
   if (selection.found) {
-    add_baseline_latency(report.latency, *baseline);
+    add_baseline_latency(report.latency, baseline_latency);
     propose_refresh(report, *request, run, *baseline);
   }
   std::string markdown = render_markdown(report, request->markdown_budget);

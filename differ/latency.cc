@@ -4,19 +4,15 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string_view>
-#include <tuple>
+#include <unordered_map>
 
+#include "core/text_compare.h"
 #include "differ/markdown_report.h"
 
 namespace driftgate {
 namespace {
-
-// What one (experiment, input, reference~target) prefix of check ids recorded.
-struct PairTimes {
-  CheckTimings timings;
-  bool timed = false;
-};
 
 std::string format_ms(double value) {
   if (std::isnan(value)) {
@@ -37,59 +33,105 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
 }
 
-}  // namespace
+// The first time of each (experiment, input, reference~target) of a run: its checks' ids
+// without their output, in id order, each with the first of its checks' timings that
+// says a backend ran (a time of 0 means it produced nothing on the input).
+struct PairTime {
+  std::string_view prefix;
+  CheckTimings timings;
+  bool timed = false;
+};
 
-std::vector<LatencyRow> latency_rows(const RunDigest& run) {
-  // Check ids are "<experiment>/<input>/<reference>~<target>/<output>": the id without its
-  // output names the pair. A time of 0 means the backend produced nothing on the input.
-  // The checks of one pair are neighbours in id order and in run order alike, so a run of
-  // a million checks costs one comparison per check and one lookup per pair.
-  std::map<std::string_view, PairTimes> pairs;
-  std::string_view last;
-  PairTimes* pair = nullptr;
-  for (const CheckDigest& check : run.checks) {
+std::vector<PairTime> pair_times(const RunDigest& run) {
+  // Checks of one pair are neighbours in id order, so this is one comparison per check.
+  std::vector<PairTime> pairs;
+  for (size_t index : run.id_order) {
+    const CheckDigest& check = run.checks[index];
     if (check.id.size() <= check.output.size()) {
       continue;
     }
     const std::string_view prefix = check.id.substr(0, check.id.size() - check.output.size());
-    if (pair == nullptr || prefix != last) {
-      pair = &pairs[prefix];
-      last = prefix;
+    if (pairs.empty() || !same_text(pairs.back().prefix, prefix)) {
+      pairs.push_back(PairTime{prefix, {}, false});
     }
-    if (!pair->timed) {
+    PairTime& pair = pairs.back();
+    if (!pair.timed) {
       CheckTimings timings = timings_of(check);
       if (timings.target_ms > 0.0 || timings.reference_ms > 0.0) {
-        pair->timings = timings;
-        pair->timed = true;
+        pair.timings = timings;
+        pair.timed = true;
       }
     }
   }
+  // In id order the prefixes are sorted already unless a name holds a '/' (then a
+  // shorter prefix may follow a longer one): sorted here when they are not.
+  auto less = [](const PairTime& x, const PairTime& y) { return text_less(x.prefix, y.prefix); };
+  if (!std::is_sorted(pairs.begin(), pairs.end(), less)) {
+    std::stable_sort(pairs.begin(), pairs.end(), less);
+    // A pair split by the sort's neighbours is one again, timed if any part was.
+    std::vector<PairTime> joined;
+    for (PairTime& pair : pairs) {
+      if (!joined.empty() && same_text(joined.back().prefix, pair.prefix)) {
+        if (!joined.back().timed && pair.timed) {
+          joined.back() = pair;
+        }
+      } else {
+        joined.push_back(pair);
+      }
+    }
+    pairs = std::move(joined);
+  }
+  return pairs;
+}
+
+}  // namespace
+
+std::vector<LatencyRow> latency_rows(const RunDigest& run) {
+  const std::vector<PairTime> pairs = pair_times(run);
+  auto less = [](const PairTime& x, std::string_view key) { return text_less(x.prefix, key); };
   std::vector<LatencyRow> rows;
+  size_t count = 0;
+  for (const ExperimentHeader& experiment : run.header.experiments) {
+    count += experiment.inputs.size() * (experiment.targets.size() + 1);
+  }
+  rows.reserve(count);
+  std::string key;
   for (const ExperimentHeader& experiment : run.header.experiments) {
     for (const std::string& input : experiment.inputs) {
+      // The pairs of this input share "<experiment>/<input>/<reference>~": one search for
+      // where they start, then each target's among them (a million-check run: no string
+      // search over all pairs per target).
+      const std::string common = make_check_id(experiment.name, input, experiment.reference, "", "");
+      const std::string stem = common.substr(0, common.size() - 1);  // without the '/' after the target
+      auto first = std::lower_bound(pairs.begin(), pairs.end(), stem, less);
+      auto last = first;
+      while (last != pairs.end() && last->prefix.size() >= stem.size() &&
+             same_bytes(last->prefix.data(), stem.data(), stem.size())) {
+        ++last;
+      }
       LatencyRow reference{experiment.name, input, experiment.reference, true};
-      std::vector<LatencyRow> targets;
+      const size_t reference_at = rows.size();
+      rows.push_back(reference);
       for (const std::string& target : experiment.targets) {
         LatencyRow row{experiment.name, input, target, false};
-        auto it = pairs.find(make_check_id(experiment.name, input, experiment.reference, target, ""));
-        if (it != pairs.end() && it->second.timed) {
-          const CheckTimings& timings = it->second.timings;
+        key.assign(stem).append(target).append("/");
+        auto it = std::lower_bound(first, last, key, less);
+        if (it != last && same_text(it->prefix, key) && it->timed) {
+          const CheckTimings& timings = it->timings;
           if (timings.target_ms > 0.0) {
             row.median_ms = timings.target_ms;
             row.iqr_ms = timings.target_iqr_ms;
           }
-          if (timings.reference_ms > 0.0 && std::isnan(reference.median_ms)) {
-            reference.median_ms = timings.reference_ms;
-            reference.iqr_ms = timings.reference_iqr_ms;
+          if (timings.reference_ms > 0.0 && std::isnan(rows[reference_at].median_ms)) {
+            rows[reference_at].median_ms = timings.reference_ms;
+            rows[reference_at].iqr_ms = timings.reference_iqr_ms;
           }
         }
-        targets.push_back(std::move(row));
-      }
-      reference.reference_median_ms = reference.median_ms;
-      rows.push_back(reference);
-      for (LatencyRow& row : targets) {
-        row.reference_median_ms = reference.median_ms;
         rows.push_back(std::move(row));
+      }
+      const double reference_ms = rows[reference_at].median_ms;
+      for (size_t i = reference_at; i < rows.size(); ++i) {
+        rows[i].reference_median_ms = reference_ms;
       }
     }
   }
@@ -97,58 +139,91 @@ std::vector<LatencyRow> latency_rows(const RunDigest& run) {
 }
 
 void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseline) {
-  std::map<std::tuple<std::string, std::string, std::string>, const LatencyRow*> before;
-  const std::vector<LatencyRow> baseline_rows = latency_rows(baseline);
-  for (const LatencyRow& row : baseline_rows) {
-    before[{row.experiment, row.input, row.backend}] = &row;
-  }
-  for (LatencyRow& row : rows) {
-    auto it = before.find({row.experiment, row.input, row.backend});
-    if (it != before.end()) {
-      row.baseline_median_ms = it->second->median_ms;
-      row.baseline_iqr_ms = it->second->iqr_ms;
+  add_baseline_latency(rows, latency_rows(baseline));
+}
+
+void add_baseline_latency(std::vector<LatencyRow>& rows, const std::vector<LatencyRow>& before) {
+  auto same_row = [](const LatencyRow& x, const LatencyRow& y) {
+    return x.backend == y.backend && x.input == y.input && x.experiment == y.experiment;
+  };
+  // Both are in header order: with the same experiments, inputs and targets (nearly
+  // always), row i of each is the same row; the rest are found by name.
+  std::unordered_map<std::string, const LatencyRow*> by_name;
+  auto key = [](const LatencyRow& row) { return row.experiment + '\n' + row.input + '\n' + row.backend; };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    LatencyRow& row = rows[i];
+    const LatencyRow* was = nullptr;
+    if (i < before.size() && same_row(before[i], row)) {
+      was = &before[i];
+    } else {
+      if (by_name.empty()) {  // names hold no '\n' (they are printable)
+        by_name.reserve(before.size());
+        for (const LatencyRow& old : before) {
+          by_name.emplace(key(old), &old);
+        }
+      }
+      auto it = by_name.find(key(row));
+      was = it != by_name.end() ? it->second : nullptr;
+    }
+    if (was != nullptr) {
+      row.baseline_median_ms = was->median_ms;
+      row.baseline_iqr_ms = was->iqr_ms;
     }
   }
 }
 
 std::vector<LatencyRow> collapse_latency_rows(const std::vector<LatencyRow>& rows, size_t limit) {
+  // One experiment's rows at a time: its inputs counted and its backends grouped in the
+  // order they first appear, in one pass over the rows (a million-check run has a million
+  // rows). Each input lists the same backends in the same order, so a row's backend is
+  // mostly the one at its place in the input's list; any other is found by name.
+  struct Backend {
+    std::string_view name;
+    size_t last = 0;  // the backend's last row, whose names the collapsed row keeps
+    std::vector<double> median, iqr, reference, baseline, baseline_iqr;
+  };
   std::vector<LatencyRow> out;
   for (size_t begin = 0; begin < rows.size();) {
     size_t end = begin;
-    std::vector<std::string> backends;
-    std::vector<std::string> inputs;
-    while (end < rows.size() && rows[end].experiment == rows[begin].experiment) {
-      if (std::find(inputs.begin(), inputs.end(), rows[end].input) == inputs.end()) {
-        inputs.push_back(rows[end].input);
+    std::set<std::string_view> inputs;
+    std::map<std::string_view, size_t> index;  // backend name -> its place in `backends`
+    std::vector<Backend> backends;
+    size_t place = 0;  // the row's place in its input's rows
+    for (; end < rows.size() && rows[end].experiment == rows[begin].experiment; ++end) {
+      const LatencyRow& row = rows[end];
+      if (end == begin || row.input != rows[end - 1].input) {
+        inputs.insert(row.input);
+        place = 0;
       }
-      if (std::find(backends.begin(), backends.end(), rows[end].backend) == backends.end()) {
-        backends.push_back(rows[end].backend);
+      size_t at = place < backends.size() && backends[place].name == row.backend ? place : backends.size();
+      if (at == backends.size()) {
+        auto [found, added] = index.emplace(row.backend, backends.size());
+        if (added) {
+          backends.push_back(Backend{row.backend, 0, {}, {}, {}, {}, {}});
+        }
+        at = found->second;
       }
-      ++end;
+      ++place;
+      Backend& backend = backends[at];
+      backend.last = end;
+      backend.median.push_back(row.median_ms);
+      backend.iqr.push_back(row.iqr_ms);
+      backend.reference.push_back(row.reference_median_ms);
+      backend.baseline.push_back(row.baseline_median_ms);
+      backend.baseline_iqr.push_back(row.baseline_iqr_ms);
     }
     if (inputs.size() <= limit) {
       out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(begin),
                  rows.begin() + static_cast<std::ptrdiff_t>(end));
     } else {
-      for (const std::string& backend : backends) {
-        LatencyRow row;
-        std::vector<double> median, iqr, reference, baseline, baseline_iqr;
-        for (size_t i = begin; i < end; ++i) {
-          if (rows[i].backend == backend) {
-            row = rows[i];
-            median.push_back(rows[i].median_ms);
-            iqr.push_back(rows[i].iqr_ms);
-            reference.push_back(rows[i].reference_median_ms);
-            baseline.push_back(rows[i].baseline_median_ms);
-            baseline_iqr.push_back(rows[i].baseline_iqr_ms);
-          }
-        }
+      for (Backend& backend : backends) {
+        LatencyRow row = rows[backend.last];
         row.input = std::to_string(inputs.size()) + " inputs";
-        row.median_ms = median_of(median);
-        row.iqr_ms = median_of(iqr);
-        row.reference_median_ms = median_of(reference);
-        row.baseline_median_ms = median_of(baseline);
-        row.baseline_iqr_ms = median_of(baseline_iqr);
+        row.median_ms = median_of(std::move(backend.median));
+        row.iqr_ms = median_of(std::move(backend.iqr));
+        row.reference_median_ms = median_of(std::move(backend.reference));
+        row.baseline_median_ms = median_of(std::move(backend.baseline));
+        row.baseline_iqr_ms = median_of(std::move(backend.baseline_iqr));
         out.push_back(std::move(row));
       }
     }

@@ -38,6 +38,8 @@ std::vector<LatencyRow> latency_rows(const RunDigest& run);
 
 // Sets each row's baseline_* from the rows of `baseline`.
 void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseline);
+// The same from the baseline's rows (latency_rows of it), computed elsewhere.
+void add_baseline_latency(std::vector<LatencyRow>& rows, const std::vector<LatencyRow>& before);
 
 // "x2.17" (median over the reference's median), "" where either is unknown.
 std::string latency_ratio(const LatencyRow& row);
