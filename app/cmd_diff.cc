@@ -371,7 +371,7 @@ int cmd_diff(CommandContext& context) {
   // million checks) are read from the run on another thread while this one compares
   // the checks and reads the baseline's rows.
   std::future<std::vector<LatencyRow>> run_latency =
-      std::async(std::launch::async, [&run] { return latency_rows(run); });
+      std::async(std::launch::async, [&run] { return latency_rows(run, k_latency_inputs_shown); });
   if (selection.found) {
     DiffOptions diff_options;
     diff_options.drift_factor = request->drift_factor;
@@ -380,7 +380,8 @@ int cmd_diff(CommandContext& context) {
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);
   report.notes.insert(report.notes.begin(), request->notes.begin(), request->notes.end());
-  std::vector<LatencyRow> baseline_latency = baseline ? latency_rows(*baseline) : std::vector<LatencyRow>();
+  std::vector<LatencyRow> baseline_latency =
+      baseline ? latency_rows(*baseline, k_latency_inputs_shown) : std::vector<LatencyRow>();
   report.latency = run_latency.get();
   if (selection.found) {
     add_baseline_latency(report.latency, baseline_latency);

@@ -86,70 +86,132 @@ std::vector<PairTime> pair_times(const RunDigest& run) {
 
 }  // namespace
 
-std::vector<LatencyRow> latency_rows(const RunDigest& run) {
-  const std::vector<PairTime> pairs = pair_times(run);
-  auto less = [](const PairTime& x, std::string_view key) { return text_less(x.prefix, key); };
-  std::vector<LatencyRow> rows;
-  size_t count = 0;
-  for (const ExperimentHeader& experiment : run.header.experiments) {
-    count += experiment.inputs.size() * (experiment.targets.size() + 1);
+namespace {
+
+// One backend's numbers on one input (nan: it has none).
+struct Times {
+  double median = __builtin_nan("");
+  double iqr = __builtin_nan("");
+};
+
+// An experiment's targets as the tail of a pair's prefix ("<target>/"), in that text's
+// order, each with its place in the header's targets.
+std::vector<std::pair<std::string, size_t>> sorted_target_tails(const ExperimentHeader& experiment) {
+  std::vector<std::pair<std::string, size_t>> tails;
+  for (size_t j = 0; j < experiment.targets.size(); ++j) {
+    tails.emplace_back(experiment.targets[j] + "/", j);
   }
-  rows.reserve(count);
-  std::string key;
+  std::sort(tails.begin(), tails.end(), [](const auto& x, const auto& y) { return text_less(x.first, y.first); });
+  return tails;
+}
+
+// The times of `experiment`'s backends on `input` into `times`: [0] the reference's,
+// [1 + j] target j's. The pairs of this input share "<experiment>/<input>/<reference>~"
+// and follow one another in `pairs`: one search for where they start, then one walk of
+// them beside the targets in the same order (a million-check run: no search per target).
+void input_times(const std::vector<PairTime>& pairs, const ExperimentHeader& experiment, const std::string& input,
+                 const std::vector<std::pair<std::string, size_t>>& tails, std::vector<Times>& times,
+                 std::vector<Times>& references) {
+  auto less = [](const PairTime& x, std::string_view key) { return text_less(x.prefix, key); };
+  times.assign(experiment.targets.size() + 1, Times{});
+  references.assign(experiment.targets.size(), Times{});  // the reference's time beside each target
+  const std::string common = make_check_id(experiment.name, input, experiment.reference, "", "");
+  const std::string_view stem(common.data(), common.size() - 1);  // without the '/' after the target
+  auto pair = std::lower_bound(pairs.begin(), pairs.end(), stem, less);
+  auto tail = tails.begin();
+  while (pair != pairs.end() && tail != tails.end() && pair->prefix.size() >= stem.size() &&
+         same_bytes(pair->prefix.data(), stem.data(), stem.size())) {
+    const std::string_view rest = pair->prefix.substr(stem.size());
+    if (text_less(rest, tail->first)) {
+      ++pair;  // a pair of no listed target
+      continue;
+    }
+    if (!same_text(rest, tail->first)) {
+      ++tail;  // a target with no pair
+      continue;
+    }
+    if (pair->timed) {
+      const CheckTimings& timings = pair->timings;
+      if (timings.target_ms > 0.0) {
+        times[1 + tail->second] = Times{timings.target_ms, timings.target_iqr_ms};
+      }
+      if (timings.reference_ms > 0.0) {
+        references[tail->second] = Times{timings.reference_ms, timings.reference_iqr_ms};
+      }
+    }
+    ++pair;
+    ++tail;
+  }
+  // The reference's time: beside the first target, in the header's order, that has one.
+  for (const Times& reference : references) {
+    if (!std::isnan(reference.median)) {
+      times[0] = reference;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<LatencyRow> latency_rows(const RunDigest& run, size_t collapse_over) {
+  const std::vector<PairTime> pairs = pair_times(run);
+  std::vector<LatencyRow> rows;
+  std::vector<Times> times;
+  std::vector<Times> references;
   for (const ExperimentHeader& experiment : run.header.experiments) {
-    for (const std::string& input : experiment.inputs) {
-      // The pairs of this input share "<experiment>/<input>/<reference>~": one search for
-      // where they start, then each target's among them (a million-check run: no string
-      // search over all pairs per target).
-      const std::string common = make_check_id(experiment.name, input, experiment.reference, "", "");
-      const std::string stem = common.substr(0, common.size() - 1);  // without the '/' after the target
-      auto first = std::lower_bound(pairs.begin(), pairs.end(), stem, less);
-      auto last = first;
-      while (last != pairs.end() && last->prefix.size() >= stem.size() &&
-             same_bytes(last->prefix.data(), stem.data(), stem.size())) {
-        ++last;
-      }
-      LatencyRow reference{experiment.name, input, experiment.reference, true};
-      const size_t reference_at = rows.size();
-      rows.push_back(reference);
-      for (const std::string& target : experiment.targets) {
-        LatencyRow row{experiment.name, input, target, false};
-        key.assign(stem).append(target).append("/");
-        auto it = std::lower_bound(first, last, key, less);
-        if (it != last && same_text(it->prefix, key) && it->timed) {
-          const CheckTimings& timings = it->timings;
-          if (timings.target_ms > 0.0) {
-            row.median_ms = timings.target_ms;
-            row.iqr_ms = timings.target_iqr_ms;
-          }
-          if (timings.reference_ms > 0.0 && std::isnan(rows[reference_at].median_ms)) {
-            rows[reference_at].median_ms = timings.reference_ms;
-            rows[reference_at].iqr_ms = timings.reference_iqr_ms;
-          }
+    const size_t backends = experiment.targets.size() + 1;
+    const std::vector<std::pair<std::string, size_t>> tails = sorted_target_tails(experiment);
+    auto name_of = [&experiment](size_t b) -> const std::string& {
+      return b == 0 ? experiment.reference : experiment.targets[b - 1];
+    };
+    if (experiment.inputs.size() <= collapse_over) {
+      for (const std::string& input : experiment.inputs) {
+        input_times(pairs, experiment, input, tails, times, references);
+        for (size_t b = 0; b < backends; ++b) {
+          LatencyRow row{experiment.name, input, name_of(b), b == 0};
+          row.median_ms = times[b].median;
+          row.iqr_ms = times[b].iqr;
+          row.reference_median_ms = times[0].median;
+          rows.push_back(std::move(row));
         }
-        rows.push_back(std::move(row));
       }
-      const double reference_ms = rows[reference_at].median_ms;
-      for (size_t i = reference_at; i < rows.size(); ++i) {
-        rows[i].reference_median_ms = reference_ms;
+      continue;
+    }
+    // collapse_latency_rows's rows made directly: no row per input is ever built.
+    std::vector<std::vector<double>> median(backends), iqr(backends), reference(backends);
+    for (const std::string& input : experiment.inputs) {
+      input_times(pairs, experiment, input, tails, times, references);
+      for (size_t b = 0; b < backends; ++b) {
+        median[b].push_back(times[b].median);
+        iqr[b].push_back(times[b].iqr);
+        reference[b].push_back(times[0].median);
       }
+    }
+    for (size_t b = 0; b < backends; ++b) {
+      LatencyRow row{experiment.name, std::to_string(experiment.inputs.size()) + " inputs", name_of(b), b == 0};
+      row.median_ms = median_of(std::move(median[b]));
+      row.iqr_ms = median_of(std::move(iqr[b]));
+      row.reference_median_ms = median_of(std::move(reference[b]));
+      row.collapsed = true;
+      rows.push_back(std::move(row));
     }
   }
   return rows;
 }
 
-void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseline) {
-  add_baseline_latency(rows, latency_rows(baseline));
-}
-
 void add_baseline_latency(std::vector<LatencyRow>& rows, const std::vector<LatencyRow>& before) {
+  // Rows of collapsed experiments match whatever their input counts: the baseline's
+  // numbers are then its own medians over its inputs.
   auto same_row = [](const LatencyRow& x, const LatencyRow& y) {
-    return x.backend == y.backend && x.input == y.input && x.experiment == y.experiment;
+    return x.backend == y.backend && x.collapsed == y.collapsed && (x.collapsed || x.input == y.input) &&
+           x.experiment == y.experiment;
   };
   // Both are in header order: with the same experiments, inputs and targets (nearly
   // always), row i of each is the same row; the rest are found by name.
   std::unordered_map<std::string, const LatencyRow*> by_name;
-  auto key = [](const LatencyRow& row) { return row.experiment + '\n' + row.input + '\n' + row.backend; };
+  auto key = [](const LatencyRow& row) {
+    return row.experiment + '\n' + (row.collapsed ? std::string("\n") : row.input) + '\n' + row.backend;
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
     LatencyRow& row = rows[i];
     const LatencyRow* was = nullptr;
@@ -219,6 +281,7 @@ std::vector<LatencyRow> collapse_latency_rows(const std::vector<LatencyRow>& row
       for (Backend& backend : backends) {
         LatencyRow row = rows[backend.last];
         row.input = std::to_string(inputs.size()) + " inputs";
+        row.collapsed = true;
         row.median_ms = median_of(std::move(backend.median));
         row.iqr_ms = median_of(std::move(backend.iqr));
         row.reference_median_ms = median_of(std::move(backend.reference));

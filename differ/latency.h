@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,16 +30,23 @@ struct LatencyRow {
   // The baseline's for the same (experiment, input, backend); nan where it has none.
   double baseline_median_ms = __builtin_nan("");
   double baseline_iqr_ms = __builtin_nan("");
+  // One row for all inputs of its experiment (input "N inputs"): each number the median
+  // over the inputs (collapse_latency_rows, or latency_rows with collapse_over).
+  bool collapsed = false;
 };
 
 // The rows of `run` in header order: per experiment, per input, the reference and then
 // each target. An (input, target) none of whose checks has a time (0: nothing ran)
 // gets nan.
-std::vector<LatencyRow> latency_rows(const RunDigest& run);
+// `collapse_over`: an experiment of more inputs comes as collapse_latency_rows would
+// make it (one row per backend), computed without a row per input (a million-check
+// diff needs no million rows for a table that shows a thousand).
+std::vector<LatencyRow> latency_rows(const RunDigest& run, size_t collapse_over = SIZE_MAX);
 
-// Sets each row's baseline_* from the rows of `baseline`.
-void add_baseline_latency(std::vector<LatencyRow>& rows, const RunDigest& baseline);
-// The same from the baseline's rows (latency_rows of it), computed elsewhere.
+// Sets each row's baseline_* from the rows of `baseline` (same experiment, input and
+// backend; a collapsed row from the baseline's collapsed row: its medians over its own
+// inputs).
+// `before`: latency_rows of the baseline, with the same collapse_over as `rows`.
 void add_baseline_latency(std::vector<LatencyRow>& rows, const std::vector<LatencyRow>& before);
 
 // "x2.17" (median over the reference's median), "" where either is unknown.

@@ -117,6 +117,67 @@ TEST(Latency, ManyInputsShowOneRowPerBackend) {
   EXPECT_NE(line.find("x0.62"), std::string::npos) << line;   // 2.5 / 4
 }
 
+// The diff reads experiments of many inputs collapsed as it reads them (no row per
+// input): the same rows as collapsing the per-input rows, with and without a baseline of
+// the same inputs; a baseline of other inputs gives its own medians over them.
+TEST(Latency, CollapsedWhileReadingEqualsCollapsingTheRows) {
+  auto many_inputs = [](const std::vector<std::string>& inputs, double scale) {
+    RunFile run;
+    ExperimentHeader experiment;
+    experiment.name = "m";
+    experiment.inputs = inputs;
+    experiment.reference = "cpu_fp32";
+    experiment.targets = {"cpu_bf16", "frozen"};
+    run.header.experiments.push_back(experiment);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const double at = static_cast<double>(i + 1);
+      run.checks.push_back(timed_check(inputs[i], "cpu_bf16", "out", scale * at, i == 2 ? 0.0 : scale * at * at));
+      run.checks.push_back(timed_check(inputs[i], "frozen", "out", scale * at, scale * (10.0 - at)));
+    }
+    run.summary = summarize(run.header, run.checks);
+    return run;
+  };
+  auto same = [](const std::vector<LatencyRow>& a, const std::vector<LatencyRow>& b) {
+    auto number = [](double x, double y) { return std::isnan(x) ? std::isnan(y) : x == y; };
+    if (a.size() != b.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].experiment != b[i].experiment || a[i].input != b[i].input || a[i].backend != b[i].backend ||
+          a[i].reference != b[i].reference || a[i].collapsed != b[i].collapsed ||
+          !number(a[i].median_ms, b[i].median_ms) || !number(a[i].iqr_ms, b[i].iqr_ms) ||
+          !number(a[i].reference_median_ms, b[i].reference_median_ms) ||
+          !number(a[i].baseline_median_ms, b[i].baseline_median_ms) ||
+          !number(a[i].baseline_iqr_ms, b[i].baseline_iqr_ms)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const RunFile now = many_inputs({"i1", "i2", "i3", "i4", "i5", "i6"}, 1.0);
+  const RunFile before = many_inputs({"i1", "i2", "i3", "i4", "i5", "i6"}, 2.0);
+  const std::vector<LatencyRow> direct = latency_rows(digest_view(now), k_latency_inputs_shown);
+  ASSERT_EQ(direct.size(), 3U);
+  EXPECT_EQ(direct[0].input, "6 inputs");
+  EXPECT_TRUE(direct[0].collapsed);
+  EXPECT_DOUBLE_EQ(direct[1].median_ms, 16.0);  // cpu_bf16: median of 1, 4, 16, 25, 36 (i3 crashed)
+  EXPECT_DOUBLE_EQ(direct[2].median_ms, 6.5);   // frozen: median of 9, 8, 7, 6, 5, 4
+  EXPECT_TRUE(same(direct, collapse_latency_rows(latency_rows(digest_view(now)), k_latency_inputs_shown)));
+
+  std::vector<LatencyRow> with_baseline = latency_rows(digest_view(now), k_latency_inputs_shown);
+  add_baseline_latency(with_baseline, latency_rows(digest_view(before), k_latency_inputs_shown));
+  std::vector<LatencyRow> per_input = latency_rows(digest_view(now));
+  add_baseline_latency(per_input, latency_rows(digest_view(before)));
+  EXPECT_TRUE(same(with_baseline, collapse_latency_rows(per_input, k_latency_inputs_shown)));
+  EXPECT_DOUBLE_EQ(with_baseline[1].baseline_median_ms, 32.0);
+
+  // A baseline of five inputs: its own medians over them, matched to "6 inputs".
+  const RunFile fewer = many_inputs({"i1", "i2", "i3", "i4", "i5"}, 2.0);
+  std::vector<LatencyRow> other = latency_rows(digest_view(now), k_latency_inputs_shown);
+  add_baseline_latency(other, latency_rows(digest_view(fewer), k_latency_inputs_shown));
+  EXPECT_DOUBLE_EQ(other[2].baseline_median_ms, 14.0);  // frozen then: median of 18, 16, 14, 12, 10
+}
+
 TEST(Latency, NothingTimedPrintsNothing) {
   RunFile run = two_inputs_run();
   for (CheckRecord& check : run.checks) {
@@ -133,7 +194,7 @@ TEST(Latency, MarkdownTableSetsTheRunBesideTheBaseline) {
   before.checks[0].target_ms = before.checks[1].target_ms = 8.0;  // (a, cpu_bf16): 8 ms then, 10 now
   before.checks[2].target_ms = 0.0;                               // (a, frozen) did not run then
   std::vector<LatencyRow> rows = latency_rows(digest_view(now));
-  add_baseline_latency(rows, digest_view(before));
+  add_baseline_latency(rows, latency_rows(digest_view(before)));
   const std::string table = render_latency_markdown(rows);
   EXPECT_NE(table.find("| `m` | `a` | `cpu_bf16` | 10.0 | 1.00 | x2.50 | 8.00 | +25% |"), std::string::npos) << table;
   EXPECT_NE(table.find("| `m` | `a` | `frozen` | 3.00 | 0.30 | x0.75 | - |  |"), std::string::npos) << table;
