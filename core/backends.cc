@@ -39,6 +39,9 @@ std::vector<BackendSpec> make_builtin_backends() {
   spec = backend("nnc_fused", "CPU float32 through the NNC (TensorExpr) fuser; needs LibTorch with LLVM");
   spec.graph = GraphMode::k_fused;
   all.push_back(spec);
+  spec = backend("aoti", "CPU float32, the model's AOTInductor package (aoti_package:); needs LibTorch >= 2.6");
+  spec.graph = GraphMode::k_aoti;
+  all.push_back(spec);
   spec = backend("threads_2", "CPU float32 with 2 intra-op threads");
   spec.threads = 2;
   all.push_back(spec);

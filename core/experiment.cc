@@ -37,11 +37,9 @@ constexpr EnumName<MemoryFormat> k_formats[] = {{MemoryFormat::k_contiguous, "co
                                                 {MemoryFormat::k_channels_last, "channels_last"}};
 constexpr EnumName<Activations> k_activations[] = {
     {Activations::k_on_failure, "on_failure"}, {Activations::k_always, "always"}, {Activations::k_off, "off"}};
-constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},
-                                            {GraphMode::k_frozen, "frozen"},
-                                            {GraphMode::k_optimized, "optimized"},
-                                            {GraphMode::k_xnnpack, "xnnpack"},
-                                            {GraphMode::k_fused, "fused"}};
+constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},         {GraphMode::k_frozen, "frozen"},
+                                            {GraphMode::k_optimized, "optimized"}, {GraphMode::k_xnnpack, "xnnpack"},
+                                            {GraphMode::k_fused, "fused"},         {GraphMode::k_aoti, "aoti"}};
 constexpr EnumName<Distribution> k_distributions[] = {{Distribution::k_normal, "normal"},
                                                       {Distribution::k_uniform, "uniform"}};
 
@@ -224,9 +222,9 @@ class Reader {
   std::string m_path;
 };
 
-const std::vector<std::string> k_experiment_keys = {"name",      "model",       "inputs",     "reference", "targets",
-                                                    "backends",  "tolerance",   "tolerances", "repeats",   "oracle",
-                                                    "timeout_s", "activations", "task",       "latency"};
+const std::vector<std::string> k_experiment_keys = {
+    "name",    "model",  "inputs",    "reference",   "targets", "backends", "tolerance",   "tolerances",
+    "repeats", "oracle", "timeout_s", "activations", "task",    "latency",  "aoti_package"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random", "tensor", "shape"};
 const std::vector<std::string> k_latency_keys = {"warmup", "runs"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
@@ -430,6 +428,39 @@ void check_float32_modules_fit(const Reader& reader, const std::string& name, co
   }
 }
 
+// A backend of graph mode aoti runs the experiment's package: the config must name one.
+void require_aoti_package(const Reader& reader, const YAML::Node& node, const Experiment& experiment,
+                          const BackendSpec& spec) {
+  if (spec.graph == GraphMode::k_aoti && experiment.aoti_package_path.empty()) {
+    reader.fail(node.Mark(), "backend '" + spec.name +
+                                 "' runs the model's AOTInductor package; name it beside the model with "
+                                 "'aoti_package: PATH.pt2' (compiled from the same eager model, e.g. by "
+                                 "torch._inductor.aoti_compile_and_package)");
+  }
+}
+
+// An AOTInductor package runs as it was compiled (float32, contiguous, CPU): the settings
+// that would convert the model cannot apply to it; threads and oneDNN can.
+void check_aoti_settings(const Reader& reader, const YAML::Node& node, const std::string& name,
+                         const BackendSpec& spec) {
+  std::string problem;
+  if (spec.device != Device::k_cpu) {
+    problem = "device " + std::string(to_string(spec.device));
+  } else if (spec.dtype != DType::k_float32 || spec.autocast) {
+    problem = std::string("dtype ") + to_string(spec.dtype) + (spec.autocast ? " (autocast)" : "");
+  } else if (spec.memory_format != MemoryFormat::k_contiguous) {
+    problem = std::string("memory_format ") + to_string(spec.memory_format);
+  } else if (!spec.float32_modules.empty()) {
+    problem = "float32_modules";
+  }
+  if (!problem.empty()) {
+    reader.fail(node.Mark(), "backend '" + name +
+                                 "': graph aoti runs the AOTInductor package as it was compiled "
+                                 "(CPU, float32, contiguous), so " +
+                                 problem + " cannot apply; compile another package for it, or use another graph mode");
+  }
+}
+
 BackendSpec parse_backend(const Reader& reader, const std::string& name, const YAML::Node& node,
                           const std::vector<BackendSpec>& known) {
   reader.expect_map(node, "backend '" + name + "'", k_backend_keys);
@@ -488,6 +519,9 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
   }
   if (const YAML::Node modules = node["float32_modules"]) {
     spec.float32_modules = parse_float32_modules(reader, name, modules);
+  }
+  if (spec.graph == GraphMode::k_aoti) {
+    check_aoti_settings(reader, node, name, spec);
   }
   if (!spec.float32_modules.empty()) {
     // Checked on the final settings: a base backend may bring the list, this one the dtype.
@@ -672,6 +706,10 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   experiment.model_path = resolve_path(base_dir, reader.scalar(model, "model"));
   require_file(reader, model, "model file", experiment.model_path, missing_model_hint(experiment.model_path));
 
+  if (const YAML::Node package = root["aoti_package"]) {
+    experiment.aoti_package_path = resolve_path(base_dir, reader.scalar(package, "aoti_package"));
+  }
+
   const YAML::Node inputs = reader.sequence(reader.required(root, "inputs", "the experiment"), "inputs", 1);
   std::set<std::string> input_names;
   for (const auto& node : inputs) {
@@ -717,6 +755,10 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
       reader.fail(node.Mark(), "duplicate target '" + target.name + "'");
     }
     experiment.targets.push_back(target);
+    require_aoti_package(reader, node, experiment, target);
+  }
+  if (root["reference"]) {
+    require_aoti_package(reader, root["reference"], experiment, experiment.reference);
   }
 
   experiment.tolerance_per_dtype = true;

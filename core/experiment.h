@@ -42,6 +42,8 @@ enum class GraphMode {
   k_optimized,  // torch::jit::optimize_for_inference (freeze + oneDNN layout rewrites)
   k_xnnpack,    // torch::jit::optimizeForMobile (freeze, conv-bn folding, XNNPACK prepacked ops)
   k_fused,      // the NNC (TensorExpr) fuser; needs LibTorch built with LLVM, else skipped
+  k_aoti,       // the experiment's AOTInductor package (aoti_package:), not the TorchScript file;
+                // LibTorch >= 2.6, else skipped. Float32, contiguous, CPU: as compiled
 };
 
 const char* to_string(Device device);
@@ -77,7 +79,7 @@ struct BackendSpec {
 
 // The backends every experiment may name without defining them:
 // cpu_fp32 (the usual reference), onednn_off, channels_last, frozen, frozen_exact,
-// optimized, xnnpack, nnc_fused, threads_2, threads_4, cpu_fp64, cpu_bf16,
+// optimized, xnnpack, nnc_fused, aoti, threads_2, threads_4, cpu_fp64, cpu_bf16,
 // cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16.
 const std::vector<BackendSpec>& builtin_backends();
 
@@ -120,6 +122,10 @@ struct Experiment {
   std::string name;
   std::string config_path;  // as given on the command line
   std::string model_path;   // resolved relative to the config file's directory
+  // The same model compiled by AOTInductor (a .pt2 package, `aoti_package:`), for backends of
+  // graph mode aoti; resolved like model_path, empty when not given. Not required to exist
+  // when the config is read: only LibTorch >= 2.6 runs it (the runner checks it at load).
+  std::string aoti_package_path;
   std::vector<InputSpec> inputs;
   BackendSpec reference;
   std::vector<BackendSpec> targets;

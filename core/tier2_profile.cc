@@ -110,8 +110,10 @@ Localization localization_from_json(const OrderedJson& json) {
   JsonFields fields(json, "localization: ");
   Localization localization;
   localization.alignment = fields.text("alignment");
-  if (localization.alignment != "position" && localization.alignment != "boundary") {
-    throw Error("localization: alignment must be 'position' or 'boundary', got '" + localization.alignment + "'");
+  if (localization.alignment != "position" && localization.alignment != "boundary" &&
+      localization.alignment != "package_outputs") {
+    throw Error("localization: alignment must be 'position', 'boundary' or 'package_outputs', got '" +
+                localization.alignment + "'");
   }
   localization.layers = fields.integer("layers");
   localization.observed = fields.integer("observed");

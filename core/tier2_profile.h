@@ -51,7 +51,8 @@ struct Tier2Layer {
 struct Localization {
   // "position" (the target keeps the reference's graph: runtime settings only) or
   // "boundary" (the target rewrote the graph: values paired only where both graphs
-  // compute the same function of the input, at the boundaries of what it fused).
+  // compute the same function of the input, at the boundaries of what it fused), or
+  // "package_outputs" (an AOTInductor package: outputs only, every layer not observable).
   std::string alignment;
   int64_t layers = 0;          // captured values of the reference
   int64_t observed = 0;        // of those, found in the target

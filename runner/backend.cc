@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -179,6 +180,10 @@ std::string backend_skip_reason(const BackendSpec& spec) {
   if (spec.dtype == DType::k_float16) {
     return "LibTorch 1.13 has no float16 convolution on the CPU; use bfloat16 on the CPU or "
            "float16 on a CUDA backend";
+  }
+  if (spec.graph == GraphMode::k_aoti && !torch_compat::AotiLoader::k_available) {
+    return std::string("AOTInductor packages need LibTorch 2.6 or newer; this is LibTorch ") + TORCH_VERSION +
+           " (Debian 13's 2.6 runs them: bash tools/debian13.sh ...)";
   }
   if (spec.graph == GraphMode::k_fused && !has_llvm_codegen()) {
     return "the NNC (TensorExpr) fuser is unavailable: this LibTorch build has no LLVM code generator "
@@ -504,6 +509,10 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
   if (instance.skipped()) {
     return instance;
   }
+  if (spec.graph == GraphMode::k_aoti) {
+    instance.load_package();
+    return instance;
+  }
   instance.m_module = load_model_file(source, device_of(spec.device));
   if (std::string problem = forward_signature_problem(instance.m_module); !problem.empty()) {
     throw ModelFileError(source.config_path + ": model '" + source.model_path + "': " + problem);
@@ -523,6 +532,22 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
   }
   instance.apply_graph_mode();
   return instance;
+}
+
+void BackendInstance::load_package() {
+  const std::string& path = m_source.aoti_package_path;
+  const std::string where = m_source.config_path + ": backend '" + m_spec.name + "': ";
+  if (path.empty() || !std::filesystem::is_regular_file(path)) {
+    throw ModelFileError(where + "AOTInductor package '" + path +
+                         "' not found; compile it from the same eager model as the TorchScript file "
+                         "(torch.export.export, then torch._inductor.aoti_compile_and_package), e.g. "
+                         "bash tools/debian13.sh tools/prepare-demo.sh for the demo's");
+  }
+  try {
+    m_package = std::make_unique<AotiPackage>(path);
+  } catch (const std::exception& e) {
+    throw ModelFileError(where + e.what());
+  }
 }
 
 void BackendInstance::apply_dtype() {
@@ -812,6 +837,10 @@ c10::IValue BackendInstance::forward(const at::Tensor& input) {
   try {
     at::Tensor prepared = prepare_input(input);
     SettingsGuard guard(m_spec.onednn, m_threads, m_spec.tf32);
+    if (m_package) {
+      at::NoGradGuard no_grad;
+      return m_package->run(prepared);
+    }
     AutocastGuard autocast(m_spec.autocast, scalar_type(m_spec.dtype));
     FuserGuard fuser(m_spec.graph == GraphMode::k_fused);
     at::NoGradGuard no_grad;
@@ -842,7 +871,9 @@ c10::IValue BackendInstance::with_settings(const std::function<c10::IValue()>& c
 
 std::vector<const void*> BackendInstance::storage_pointers() const {
   std::vector<const void*> pointers;
-  if (skipped()) {
+  // A package holds its own weights, read from the .pt2 by its loader (LibTorch 2.6's has
+  // no call that lists them); nothing of a TorchScript module can reach them.
+  if (skipped() || m_package) {
     return pointers;
   }
   for (const auto& attribute : m_module.named_attributes(/*recurse=*/true)) {

@@ -18,19 +18,30 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/experiment.h"
+#include "runner/aoti_package.h"
 
 namespace driftgate {
 
 // Where an instance comes from: for loading and for error messages.
 struct BackendSource {
-  std::string config_path;  // the experiment's config, first in every message
-  std::string model_path;   // the TorchScript file to load
-  int default_threads = 1;  // used when the spec's threads is 0
+  BackendSource() = default;
+  BackendSource(std::string config, std::string model, int threads, std::string aoti_package = "")
+      : config_path(std::move(config)),
+        model_path(std::move(model)),
+        default_threads(threads),
+        aoti_package_path(std::move(aoti_package)) {}
+
+  std::string config_path;        // the experiment's config, first in every message
+  std::string model_path;         // the TorchScript file to load
+  int default_threads = 1;        // used when the spec's threads is 0
+  std::string aoti_package_path;  // the experiment's aoti_package: for backends of graph aoti
 };
 
 // The model file itself cannot be used: LibTorch's loader refuses it (a corrupt
@@ -92,8 +103,10 @@ class BackendInstance {
   // module keeps its weights). Null pointers (empty tensors) are left out.
   std::vector<const void*> storage_pointers() const;
 
-  // The prepared module (for tests and for inspecting the graph).
+  // The prepared module (for tests and for inspecting the graph). An aoti backend has none:
+  // it runs its package (is_package()).
   const torch::jit::Module& module() const { return m_module; }
+  bool is_package() const { return m_package != nullptr; }
 
  private:
   BackendInstance(BackendSpec spec, BackendSource source);
@@ -102,12 +115,15 @@ class BackendInstance {
   void apply_dtype();
   void apply_channels_last();
   void apply_graph_mode();
+  void load_package();
 
   BackendSpec m_spec;
   BackendSource m_source;
   int m_threads = 1;
   std::string m_skip_reason;
   torch::jit::Module m_module;
+  // Graph mode aoti: the AOTInductor package, run instead of a module.
+  std::unique_ptr<AotiPackage> m_package;
 };
 
 // The file name in the source range of the aten::to casts that `float32_modules` inserts

@@ -45,7 +45,8 @@ Localization explain_check(const Experiment& experiment, const std::string& inpu
     throw Error("--target-model '" + options.target_model + "': no such file");
   }
   LocalizeRequest request = localize_request_for(
-      experiment, target_spec, BackendSource{experiment.config_path, experiment.model_path, options.threads});
+      experiment, target_spec,
+      BackendSource{experiment.config_path, experiment.model_path, options.threads, experiment.aoti_package_path});
   request.target_model_path = options.target_model;
   request.options.budget_bytes = options.budget_bytes;
   at::Tensor tensor;

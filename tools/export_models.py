@@ -10,7 +10,8 @@ a zero-initialized head (ViT's) gets random weights, and the head is rescaled so
 outputs are O(1) and depend on the input (tests/tools/export_models_test.py).
 
 Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
-  /usr/bin/python3 tools/export_models.py demo  --out models/      # the demo suite
+  /usr/bin/python3 tools/export_models.py demo  --out models/      # the demo suite (and, with torch >= 2.6,
+                                                                   # AOTInductor packages: NAME.pt2)
   /usr/bin/python3 tools/export_models.py test  --out DIR          # tiny models for tests
   /usr/bin/python3 tools/export_models.py perturb IN.pt OUT.pt [--scale 1.01] [--parameter NAME]
   /usr/bin/python3 tools/export_models.py image --out FILE.png [--size 96] [--seed 0]
@@ -104,6 +105,29 @@ def export(model, example, path, output_of=lambda y: y, strict=True):
     log(f"{path}: output std {std:.3f}")
 
 
+def can_compile_aoti():
+    """AOTInductor packages (the aoti backend) need torch >= 2.6 with a C++ compiler and
+    Python's headers (Debian 13: python3-dev, python3-setuptools, g++; tools/debian13.sh)."""
+    inductor = getattr(torch, "_inductor", None)
+    if inductor is None:
+        try:
+            import torch._inductor as inductor
+        except ImportError:
+            return False
+    return hasattr(inductor, "aoti_compile_and_package")
+
+
+def export_aoti(model, example, path):
+    """The model's AOTInductor package for the aoti backend: torch.export of the same eager
+    model (and weights) the TorchScript file was traced from, compiled for the CPU at
+    example's shape. Call it after export(), which rescales the head."""
+    model.eval()
+    with torch.no_grad():
+        program = torch.export.export(model, (example,))
+        torch._inductor.aoti_compile_and_package(program, package_path=path)
+    log(f"{path}: AOTInductor package")
+
+
 class TinyConvNet(nn.Module):
     """conv-bn-relu twice, pool, linear: every backend driftgate has changes its numerics."""
 
@@ -137,14 +161,19 @@ def export_demo(out):
     generator = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     example = torch.randn(1, 3, 224, 224, generator=generator)
+    aoti = can_compile_aoti()  # torch >= 2.6: also each model's package for the aoti backend
     for name in ("resnet18", "mobilenet_v3_small"):
         model = demo_classifier(name, generator)
         export(model, example, os.path.join(out, f"{name}.pt"))
+        if aoti:
+            export_aoti(model, example, os.path.join(out, f"{name}.pt2"))
     seg = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
     randomize_batchnorm(seg, generator)
     calibrate_batchnorm(seg, torch.randn(4, 3, 160, 160, generator=generator))
     small = torch.randn(1, 3, 160, 160, generator=generator)
     export(seg, small, os.path.join(out, "lraspp_mobilenet_v3_large.pt"), output_of=lambda y: y["out"], strict=False)
+    if aoti:
+        export_aoti(seg, small, os.path.join(out, "lraspp_mobilenet_v3_large.pt2"))
 
 
 def demo_classifier(name_or_model, generator, size=224):

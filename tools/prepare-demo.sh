@@ -5,13 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp=$(cat tools/export_models.py tools/export_detection.py tools/export_digits.py | sha1sum | cut -c1-40)
+# torch >= 2.6 (Debian 13, tools/debian13.sh) also compiles AOTInductor packages (NAME.pt2: the aoti backend).
+aoti=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, "tools"); import export_models; print(int(export_models.can_compile_aoti()))')
 if [[ -f models/resnet18.pt && "$(cat models/.exporter-stamp 2>/dev/null)" != "$stamp" ]]; then
   echo "prepare-demo: the exporter scripts changed since models/ was exported; exporting again"
 fi
 if [[ "${1:-}" != "--force" && "$(cat models/.exporter-stamp 2>/dev/null)" == "$stamp" && -f models/resnet18.pt && -f models/lraspp_mobilenet_v3_large.pt \
       && -f models/mobilenet_v3_small.pt && -f models/images/scene1.png \
       && -f models/digits_cnn.pt && -f models/digits/labels.txt && -f models/images/chelsea.png \
-      && -f models/ssdlite_head.pt && -f models/retinanet.pt && -f models/tie_detector.pt ]]; then
+      && -f models/ssdlite_head.pt && -f models/retinanet.pt && -f models/tie_detector.pt \
+      && ( -f models/resnet18.pt2 || $aoti == 0 ) ]]; then
   echo "prepare-demo: models/ is ready"
   exit 0
 fi

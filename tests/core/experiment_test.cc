@@ -363,7 +363,7 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
      "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task, "
-     "latency)"},
+     "latency, aoti_package)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
@@ -381,7 +381,8 @@ const BadConfig k_bad_configs[] = {
      "DIR/x.yaml:5:9: oracle must be true or false, got 'maybe'"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [onednn_of]\n",
      "DIR/x.yaml:4:11: unknown backend 'onednn_of'; did you mean 'onednn_off'? (define it under 'backends:' or use "
-     "one of: cpu_fp32, onednn_off, channels_last, frozen, frozen_exact, optimized, xnnpack, nnc_fused, threads_2, "
+     "one of: cpu_fp32, onednn_off, channels_last, frozen, frozen_exact, optimized, xnnpack, nnc_fused, aoti, "
+     "threads_2, "
      "threads_4, cpu_fp64, cpu_bf16, cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [amp]\nbackends:\n  amp: {autocast: "
      "true, dtype: float16}\n",
