@@ -357,6 +357,11 @@ int cmd_diff(CommandContext& context) {
   if (run.header.commit.sha != header.commit.sha || run.header.environment.key() != header.environment.key()) {
     throw Error(request->run_path + ": the run file changed while it was read; run the diff again");
   }
+  // The latency table's rows (one per experiment and backend, per input where there are
+  // few: differ/latency.h) are read from the run on another thread while this one reads
+  // the baseline, and from the baseline on another while this one compares the checks.
+  std::future<std::vector<LatencyRow>> run_latency =
+      std::async(std::launch::async, [&run] { return latency_rows(run, k_latency_inputs_shown); });
   const BaselineStore& store = *store_owner;
   std::optional<RunDigest> baseline;
   std::optional<DiffResult> diff;
@@ -367,11 +372,11 @@ int cmd_diff(CommandContext& context) {
                   " disappeared while being read; run the diff again");
     }
   }
-  // The latency table's rows (one per experiment, input and backend: a million at a
-  // million checks) are read from the run on another thread while this one compares
-  // the checks and reads the baseline's rows.
-  std::future<std::vector<LatencyRow>> run_latency =
-      std::async(std::launch::async, [&run] { return latency_rows(run, k_latency_inputs_shown); });
+  std::future<std::vector<LatencyRow>> baseline_latency;
+  if (baseline) {
+    baseline_latency =
+        std::async(std::launch::async, [&baseline] { return latency_rows(*baseline, k_latency_inputs_shown); });
+  }
   if (selection.found) {
     DiffOptions diff_options;
     diff_options.drift_factor = request->drift_factor;
@@ -380,11 +385,9 @@ int cmd_diff(CommandContext& context) {
   }
   Report report = make_report(run.header, selection, std::move(diff), policy);
   report.notes.insert(report.notes.begin(), request->notes.begin(), request->notes.end());
-  std::vector<LatencyRow> baseline_latency =
-      baseline ? latency_rows(*baseline, k_latency_inputs_shown) : std::vector<LatencyRow>();
   report.latency = run_latency.get();
   if (selection.found) {
-    add_baseline_latency(report.latency, baseline_latency);
+    add_baseline_latency(report.latency, baseline_latency.get());
     propose_refresh(report, *request, run, *baseline);
   }
   std::string markdown = render_markdown(report, request->markdown_budget);

@@ -527,7 +527,7 @@ bool raw_number(Cursor& in, double* value = nullptr) {
 // The last member and the closing brace: ,"timings_ms":{"reference":N,"target":N}}, the
 // interquartile ranges ,"reference_iqr":N,"target_iqr":N before the braces since they
 // were measured (records written before have none). The values go to `out` when given
-// (converted: timings_of), else they are only checked.
+// (converted: a digest's timings), else they are only checked.
 bool timings_tail(Cursor& in, CheckTimings* out = nullptr) {
   CheckTimings ignored;
   CheckTimings& values = out != nullptr ? *out : ignored;
@@ -579,6 +579,7 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
   digest.has_stats = false;
   digest.max_abs = 0.0;
   digest.twin = CheckDigest::k_no_twin;
+  digest.timings = CheckTimings{};
   // Strings refuse '\' (escapes are where readers differ: the full readers take every
   // line with one), and everything outside them is matched byte by byte, so a line
   // with an escape anywhere is never accepted here.
@@ -627,25 +628,24 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
     return nullptr;
   }
   const char* timings = in.at();
-  if (full != nullptr) {
-    CheckTimings values;
-    if (!timings_tail(in, &values)) {
-      return nullptr;
-    }
-    full->reference_ms = values.reference_ms;
-    full->target_ms = values.target_ms;
-    full->reference_iqr_ms = values.reference_iqr_ms;
-    full->target_iqr_ms = values.target_iqr_ms;
-  } else if (memo != nullptr && !memo->timings.empty() && in.literal(memo->timings)) {
-    // The same bytes as the last line's timings member, which was read: what follows
-    // the closing brace is checked by the caller as it would be.
+  if (memo != nullptr && !memo->timings.empty() && in.literal(memo->timings)) {
+    // The same bytes as the last line's timings member, which was read: the same
+    // values, and what follows the closing brace is checked by the caller as it would be.
+    digest.timings = memo->timings_values;
   } else {
-    if (!timings_tail(in)) {
+    if (!timings_tail(in, &digest.timings)) {
       return nullptr;
     }
     if (memo != nullptr) {
       memo->timings = std::string_view(timings, static_cast<size_t>(in.at() - timings));
+      memo->timings_values = digest.timings;
     }
+  }
+  if (full != nullptr) {
+    full->reference_ms = digest.timings.reference_ms;
+    full->target_ms = digest.timings.target_ms;
+    full->reference_iqr_ms = digest.timings.reference_iqr_ms;
+    full->target_iqr_ms = digest.timings.target_iqr_ms;
   }
   // make_check_id: experiment/input/reference~target/output. The length first; then
   // every piece and separator lies inside the id.
@@ -688,25 +688,28 @@ const char* parse_canonical(Cursor& in, CheckDigest& digest, CanonicalMemo* memo
   return in.at();
 }
 
-// read_check_like over the start of `available`: where the line ends, or null.
-const char* like_end(std::string_view available, const CheckDigest& like) {
+// read_check_like over the start of `available`: where the line ends, or null; its
+// timings go to `timings`.
+const char* like_end(std::string_view available, const CheckDigest& like, CheckTimings& timings) {
   size_t prefix = like.timings_at;
   if (prefix == 0 || like.record != nullptr || available.size() <= prefix ||
       std::memcmp(available.data(), like.line.data(), prefix) != 0) {  // long: libc's vector memcmp
     return nullptr;
   }
   Cursor tail(available.substr(prefix));
-  if (!timings_tail(tail)) {
+  if (!timings_tail(tail, &timings)) {
     return nullptr;
   }
   return tail.at();
 }
 
 // The digest of the line [line, end) that like_end accepted: the same bytes up to the
-// timings, the same values. The message is viewed at its offset in this line; id,
-// experiment and output stay like's views (the same text).
-void fill_like(const char* line, const char* end, const CheckDigest& like, CheckDigest& digest) {
+// timings, the same values (its own `timings`). The message is viewed at its offset in
+// this line; id, experiment and output stay like's views (the same text).
+void fill_like(const char* line, const char* end, const CheckDigest& like, const CheckTimings& timings,
+               CheckDigest& digest) {
   digest = like;
+  digest.timings = timings;
   digest.message = std::string_view(line + (like.message.data() - like.line.data()), like.message.size());
   digest.line = std::string_view(line, static_cast<size_t>(end - line));
   digest.twin = CheckDigest::k_no_twin;
@@ -728,11 +731,12 @@ bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest
   if (line.empty() || line.back() != '}') {
     return false;
   }
-  const char* end = like_end(line, like);
+  CheckTimings timings;
+  const char* end = like_end(line, like, timings);
   if (end != line.data() + line.size()) {
     return false;
   }
-  fill_like(line.data(), end, like, digest);
+  fill_like(line.data(), end, like, timings, digest);
   return true;
 }
 
@@ -740,9 +744,10 @@ size_t read_check_like_at(std::string_view text, const CheckDigest& like, CheckD
   if (text.empty() || text.back() != '\n') {
     return 0;
   }
-  size_t length = first_line_read(text, like_end(text, like));
+  CheckTimings timings;
+  size_t length = first_line_read(text, like_end(text, like, timings));
   if (length != 0) {
-    fill_like(text.data(), text.data() + length, like, digest);
+    fill_like(text.data(), text.data() + length, like, timings, digest);
   }
   return length;
 }
@@ -780,12 +785,10 @@ CheckTimings timings_of(const CheckDigest& check) {
     return {check.record->reference_ms, check.record->target_ms, check.record->reference_iqr_ms,
             check.record->target_iqr_ms};
   }
-  CheckTimings timings;
-  Cursor in(check.line.substr(check.timings_at));
-  if (check.timings_at == 0 || !timings_tail(in, &timings)) {
-    throw Error("internal: a canonical check line's timings cannot be read again: " + std::string(check.id));
+  if (check.timings_at == 0) {
+    throw Error("internal: a check digest has neither a record nor a canonical line: " + std::string(check.id));
   }
-  return timings;
+  return check.timings;  // converted when the line was read (parse_canonical, like_end)
 }
 
 }  // namespace driftgate

@@ -39,6 +39,15 @@ bool read_canonical_record(std::string_view line, CheckRecord& check);
 
 // ---- the fast path's digests: what a diff keeps of a check (differ/run_digest.h) ----
 
+// A check's latency members (CheckRecord's reference_ms, target_ms and their
+// interquartile ranges; nan ranges where the line has none).
+struct CheckTimings {
+  double reference_ms = 0.0;
+  double target_ms = 0.0;
+  double reference_iqr_ms = __builtin_nan("");
+  double target_iqr_ms = __builtin_nan("");
+};
+
 struct CheckDigest {
   std::string_view id;
   std::string_view experiment;
@@ -58,6 +67,11 @@ struct CheckDigest {
   // that vouched for this one (the same id), or k_no_twin.
   uint32_t twin = k_no_twin;
   static constexpr uint32_t k_no_twin = UINT32_MAX;
+  // Canonical lines: the "timings_ms" member's values, converted by the same pass that
+  // checks them, while the line is at hand (read them with timings_of). The latency
+  // table wants them for every check: read again from the mapped line later, they cost
+  // a cache miss per check (~0.3 s of a million-check diff, for 32 bytes a check here).
+  CheckTimings timings;
 };
 
 // Reads one check line in the canonical form (see above) into `digest`, with views
@@ -67,19 +81,13 @@ struct CheckDigest {
 bool read_canonical_check(std::string_view line, CheckDigest& digest);
 
 // A check's latency members (CheckRecord's reference_ms, target_ms and their
-// interquartile ranges; nan ranges where the line has none): from its record, or read
-// again from its canonical line's "timings_ms" member.
-struct CheckTimings {
-  double reference_ms = 0.0;
-  double target_ms = 0.0;
-  double reference_iqr_ms = __builtin_nan("");
-  double target_iqr_ms = __builtin_nan("");
-};
+// interquartile ranges; nan ranges where the line has none): from its record, or as
+// its canonical line's "timings_ms" member was converted when the line was read.
 CheckTimings timings_of(const CheckDigest& check);
 // Reads `line` as `like` (a check read in canonical form) when the two are the same
 // bytes up to like's timings and the rest of `line` is a canonical timings member: then
 // read_canonical_check would accept it with like's values, and `digest` is like's with
-// views into `line`. False otherwise. A baseline line identical to the run's line for
+// views into `line` and the timings of `line`. False otherwise. A baseline line identical to the run's line for
 // the same check (the common case) is so vouched for without being scanned again.
 // The digest's message and line view `line`; its id, experiment and output are like's
 // views (equal text), so `like` must outlive it unless the caller copies them.
@@ -97,7 +105,8 @@ struct CanonicalMemo {
   std::string_view stats;
   uint32_t stats_ends[25] = {};
   double stats_max_abs = 0.0;
-  std::string_view timings;  // the last timings member (and the line's closing brace)
+  std::string_view timings;     // the last timings member (and the line's closing brace)
+  CheckTimings timings_values;  // its values
 };
 
 // The same two over the line at the start of `text`, a run of lines whose last byte

@@ -28,51 +28,64 @@ double median_of(std::vector<double> values) {
   if (values.empty()) {
     return __builtin_nan("");
   }
-  std::sort(values.begin(), values.end());
+  // The middle one (and the largest below it for an even count) put in place, the rest
+  // left unsorted: the same numbers as a full sort's middle, in linear time.
   const size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+  auto at = values.begin() + static_cast<std::ptrdiff_t>(middle);
+  std::nth_element(values.begin(), at, values.end());
+  if (values.size() % 2 == 1) {
+    return *at;
+  }
+  return (*std::max_element(values.begin(), at) + *at) / 2.0;
 }
 
-// The first time of each (experiment, input, reference~target) of a run: its checks' ids
-// without their output, in id order, each with the first of its checks' timings that
-// says a backend ran (a time of 0 means it produced nothing on the input).
+// The first time of each (experiment, input, reference~target) of an input's checks:
+// the pair's prefix "<target>/" after the input's stem (see input_times), in that
+// text's order, each with the first of its checks, in id order, whose timings say a
+// backend ran (a time of 0 means it produced nothing on the input), or null.
 struct PairTime {
-  std::string_view prefix;
-  CheckTimings timings;
-  bool timed = false;
+  std::string_view rest;
+  const CheckDigest* timed = nullptr;
 };
 
-std::vector<PairTime> pair_times(const RunDigest& run) {
-  // Checks of one pair are neighbours in id order, so this is one comparison per check.
-  std::vector<PairTime> pairs;
-  for (size_t index : run.id_order) {
-    const CheckDigest& check = run.checks[index];
-    if (check.id.size() <= check.output.size()) {
-      continue;
+bool ran(const CheckTimings& timings) { return timings.target_ms > 0.0 || timings.reference_ms > 0.0; }
+
+// The pairs of the checks whose ids start with `stem` into `pairs` (cleared first).
+// Those checks follow one another in id order: one search for where they start, then a
+// walk of them. Checks of one pair are neighbours in id order, so this is one
+// comparison per check. Found per input, not for the whole run at once: a million-check
+// run needs no million-entry table for a table that shows a thousand rows.
+void pair_times(const RunDigest& run, std::string_view stem, std::vector<PairTime>& pairs) {
+  pairs.clear();
+  auto first = std::partition_point(run.id_order.begin(), run.id_order.end(),
+                                    [&run, stem](size_t index) { return text_less(run.checks[index].id, stem); });
+  for (auto at = first; at != run.id_order.end(); ++at) {
+    const CheckDigest& check = run.checks[*at];
+    if (check.id.size() < stem.size() || !same_bytes(check.id.data(), stem.data(), stem.size())) {
+      break;
     }
-    const std::string_view prefix = check.id.substr(0, check.id.size() - check.output.size());
-    if (pairs.empty() || !same_text(pairs.back().prefix, prefix)) {
-      pairs.push_back(PairTime{prefix, {}, false});
+    if (check.id.size() <= stem.size() + check.output.size()) {
+      continue;  // no pair's prefix: not an id make_check_id writes
+    }
+    const std::string_view rest = check.id.substr(stem.size(), check.id.size() - stem.size() - check.output.size());
+    if (pairs.empty() || !same_text(pairs.back().rest, rest)) {
+      pairs.push_back(PairTime{rest, nullptr});
     }
     PairTime& pair = pairs.back();
-    if (!pair.timed) {
-      CheckTimings timings = timings_of(check);
-      if (timings.target_ms > 0.0 || timings.reference_ms > 0.0) {
-        pair.timings = timings;
-        pair.timed = true;
-      }
+    if (pair.timed == nullptr && ran(timings_of(check))) {
+      pair.timed = &check;
     }
   }
   // In id order the prefixes are sorted already unless a name holds a '/' (then a
   // shorter prefix may follow a longer one): sorted here when they are not.
-  auto less = [](const PairTime& x, const PairTime& y) { return text_less(x.prefix, y.prefix); };
+  auto less = [](const PairTime& x, const PairTime& y) { return text_less(x.rest, y.rest); };
   if (!std::is_sorted(pairs.begin(), pairs.end(), less)) {
     std::stable_sort(pairs.begin(), pairs.end(), less);
     // A pair split by the sort's neighbours is one again, timed if any part was.
     std::vector<PairTime> joined;
     for (PairTime& pair : pairs) {
-      if (!joined.empty() && same_text(joined.back().prefix, pair.prefix)) {
-        if (!joined.back().timed && pair.timed) {
+      if (!joined.empty() && same_text(joined.back().rest, pair.rest)) {
+        if (joined.back().timed == nullptr && pair.timed != nullptr) {
           joined.back() = pair;
         }
       } else {
@@ -81,7 +94,6 @@ std::vector<PairTime> pair_times(const RunDigest& run) {
     }
     pairs = std::move(joined);
   }
-  return pairs;
 }
 
 }  // namespace
@@ -106,32 +118,30 @@ std::vector<std::pair<std::string, size_t>> sorted_target_tails(const Experiment
 }
 
 // The times of `experiment`'s backends on `input` into `times`: [0] the reference's,
-// [1 + j] target j's. The pairs of this input share "<experiment>/<input>/<reference>~"
-// and follow one another in `pairs`: one search for where they start, then one walk of
-// them beside the targets in the same order (a million-check run: no search per target).
-void input_times(const std::vector<PairTime>& pairs, const ExperimentHeader& experiment, const std::string& input,
-                 const std::vector<std::pair<std::string, size_t>>& tails, std::vector<Times>& times,
-                 std::vector<Times>& references) {
-  auto less = [](const PairTime& x, std::string_view key) { return text_less(x.prefix, key); };
+// [1 + j] target j's. The checks of this input share the stem
+// "<experiment>/<input>/<reference>~": their pairs (pair_times, into `pairs`) are walked
+// once beside the targets in the same order (a million-check run: no search per target).
+void input_times(const RunDigest& run, const ExperimentHeader& experiment, const std::string& input,
+                 const std::vector<std::pair<std::string, size_t>>& tails, std::vector<PairTime>& pairs,
+                 std::vector<Times>& times, std::vector<Times>& references) {
   times.assign(experiment.targets.size() + 1, Times{});
   references.assign(experiment.targets.size(), Times{});  // the reference's time beside each target
   const std::string common = make_check_id(experiment.name, input, experiment.reference, "", "");
   const std::string_view stem(common.data(), common.size() - 1);  // without the '/' after the target
-  auto pair = std::lower_bound(pairs.begin(), pairs.end(), stem, less);
+  pair_times(run, stem, pairs);
+  auto pair = pairs.begin();
   auto tail = tails.begin();
-  while (pair != pairs.end() && tail != tails.end() && pair->prefix.size() >= stem.size() &&
-         same_bytes(pair->prefix.data(), stem.data(), stem.size())) {
-    const std::string_view rest = pair->prefix.substr(stem.size());
-    if (text_less(rest, tail->first)) {
-      ++pair;  // a pair of no listed target
+  while (pair != pairs.end() && tail != tails.end()) {
+    if (!same_text(pair->rest, tail->first)) {
+      if (text_less(pair->rest, tail->first)) {
+        ++pair;  // a pair of no listed target
+      } else {
+        ++tail;  // a target with no pair
+      }
       continue;
     }
-    if (!same_text(rest, tail->first)) {
-      ++tail;  // a target with no pair
-      continue;
-    }
-    if (pair->timed) {
-      const CheckTimings& timings = pair->timings;
+    if (pair->timed != nullptr) {
+      const CheckTimings timings = timings_of(*pair->timed);
       if (timings.target_ms > 0.0) {
         times[1 + tail->second] = Times{timings.target_ms, timings.target_iqr_ms};
       }
@@ -154,7 +164,7 @@ void input_times(const std::vector<PairTime>& pairs, const ExperimentHeader& exp
 }  // namespace
 
 std::vector<LatencyRow> latency_rows(const RunDigest& run, size_t collapse_over) {
-  const std::vector<PairTime> pairs = pair_times(run);
+  std::vector<PairTime> pairs;  // one input's at a time
   std::vector<LatencyRow> rows;
   std::vector<Times> times;
   std::vector<Times> references;
@@ -166,7 +176,7 @@ std::vector<LatencyRow> latency_rows(const RunDigest& run, size_t collapse_over)
     };
     if (experiment.inputs.size() <= collapse_over) {
       for (const std::string& input : experiment.inputs) {
-        input_times(pairs, experiment, input, tails, times, references);
+        input_times(run, experiment, input, tails, pairs, times, references);
         for (size_t b = 0; b < backends; ++b) {
           LatencyRow row{experiment.name, input, name_of(b), b == 0};
           row.median_ms = times[b].median;
@@ -177,21 +187,28 @@ std::vector<LatencyRow> latency_rows(const RunDigest& run, size_t collapse_over)
       }
       continue;
     }
-    // collapse_latency_rows's rows made directly: no row per input is ever built.
-    std::vector<std::vector<double>> median(backends), iqr(backends), reference(backends);
+    // collapse_latency_rows's rows made directly: no row per input is ever built. Each
+    // backend's reference_median_ms is the median of the same numbers (the reference's
+    // median on each input), the reference's own median_ms: found once.
+    const size_t inputs = experiment.inputs.size();
+    std::vector<std::vector<double>> median(backends), iqr(backends);
+    for (size_t b = 0; b < backends; ++b) {
+      median[b].reserve(inputs);
+      iqr[b].reserve(inputs);
+    }
     for (const std::string& input : experiment.inputs) {
-      input_times(pairs, experiment, input, tails, times, references);
+      input_times(run, experiment, input, tails, pairs, times, references);
       for (size_t b = 0; b < backends; ++b) {
         median[b].push_back(times[b].median);
         iqr[b].push_back(times[b].iqr);
-        reference[b].push_back(times[0].median);
       }
     }
+    const double reference_median = median_of(median[0]);
     for (size_t b = 0; b < backends; ++b) {
-      LatencyRow row{experiment.name, std::to_string(experiment.inputs.size()) + " inputs", name_of(b), b == 0};
-      row.median_ms = median_of(std::move(median[b]));
+      LatencyRow row{experiment.name, std::to_string(inputs) + " inputs", name_of(b), b == 0};
+      row.median_ms = b == 0 ? reference_median : median_of(std::move(median[b]));
       row.iqr_ms = median_of(std::move(iqr[b]));
-      row.reference_median_ms = median_of(std::move(reference[b]));
+      row.reference_median_ms = reference_median;
       row.collapsed = true;
       rows.push_back(std::move(row));
     }

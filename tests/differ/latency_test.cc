@@ -82,6 +82,69 @@ TEST(Latency, RowsFromTheRunsCanonicalText) {
   expect_rows(latency_rows(digest));
 }
 
+// Names that hold a '/' (a target "t/2", outputs "z/w", an input "a/b") put a pair's
+// checks apart in id order and its prefixes out of order ("...~t/0" < "...~t/2/out" <
+// "...~t/z/w"), and inputs "a", "a/b" and "a-x" share a beginning: each pair still gets
+// the first of its checks, in id order, that has a time. The numbers are the ones
+// written into the checks below.
+TEST(Latency, NamesWithSlashesAndInputsThatShareABeginning) {
+  RunFile run;
+  run.header.commit = {"0123456789abcdef0123456789abcdef01234567", "main", false};
+  ExperimentHeader experiment;
+  experiment.name = "m";
+  experiment.inputs = {"a", "a/b", "a-x"};
+  experiment.reference = "cpu_fp32";
+  experiment.targets = {"t", "t/2"};
+  run.header.experiments.push_back(experiment);
+  run.checks = {
+      timed_check("a", "t", "0", 0.0, 0.0),        // nothing ran for this output
+      timed_check("a", "t", "1", 4.0, 10.0),       // the first time of (a, t)
+      timed_check("a", "t/2", "out", 4.0, 20.0),   // between those of (a, t) in id order
+      timed_check("a", "t", "z/w", 4.0, 99.0),     // a later time of (a, t): not the one shown
+      timed_check("a/b", "t", "out", 5.0, 30.0),   // an input named like a's checks' beginning
+      timed_check("a/b", "t/2", "out", 5.0, 0.0),  // the target crashed
+      timed_check("a-x", "t", "o", 0.0, 0.0),      // nothing ran
+      timed_check("a-x", "t", "p", 6.0, 40.0),     // the first time of (a-x, t)
+      timed_check("a-x", "t", "q", 6.0, 41.0),     // its neighbour's: not the one shown
+      timed_check("a-x", "t/2", "out", 6.0, 50.0),
+  };
+  run.checks[5].status = CheckStatus::k_crash_target;
+  run.summary = summarize(run.header, run.checks);
+  const double expected[][3] = {{4.0, 10.0, 20.0}, {5.0, 30.0, __builtin_nan("")}, {6.0, 40.0, 50.0}};
+  auto expect = [&](const std::vector<LatencyRow>& rows, const std::string& what) {
+    ASSERT_EQ(rows.size(), 9U) << what;
+    for (size_t i = 0; i < 3; ++i) {
+      for (size_t b = 0; b < 3; ++b) {
+        const LatencyRow& row = rows[3 * i + b];
+        EXPECT_EQ(row.input, experiment.inputs[i]) << what;
+        EXPECT_EQ(row.backend, b == 0 ? "cpu_fp32" : experiment.targets[b - 1]) << what;
+        if (std::isnan(expected[i][b])) {
+          EXPECT_TRUE(std::isnan(row.median_ms)) << what << ": " << row.input << " " << row.backend;
+        } else {
+          EXPECT_EQ(row.median_ms, expected[i][b]) << what << ": " << row.input << " " << row.backend;
+          EXPECT_EQ(row.iqr_ms, expected[i][b] / 10.0) << what << ": " << row.input << " " << row.backend;
+        }
+        EXPECT_EQ(row.reference_median_ms, expected[i][0]) << what;
+      }
+    }
+  };
+  expect(latency_rows(digest_view(run)), "in memory");
+  std::ostringstream text;
+  write_run(text, run);
+  RunDigest digest = digest_run_text(text.str(), "run.jsonl");
+  ASSERT_EQ(digest.checks.size(), 10U);
+  EXPECT_EQ(digest.checks[0].record, nullptr);  // read from the line
+  expect(latency_rows(digest), "canonical text");
+  // Collapsed (more inputs than shown): the medians over the three inputs of the above.
+  const std::vector<LatencyRow> collapsed = latency_rows(digest, 2);
+  ASSERT_EQ(collapsed.size(), 3U);
+  EXPECT_EQ(collapsed[0].input, "3 inputs");
+  EXPECT_EQ(collapsed[0].median_ms, 5.0);
+  EXPECT_EQ(collapsed[1].median_ms, 30.0);
+  EXPECT_EQ(collapsed[2].median_ms, 35.0);  // (20 + 50) / 2: the crash left out
+  EXPECT_EQ(collapsed[2].reference_median_ms, 5.0);
+}
+
 TEST(Latency, TextTableMarksTheReferenceAndUnknowns) {
   const std::string text = render_latency_text(latency_rows(digest_view(two_inputs_run())));
   EXPECT_NE(text.find("cpu_fp32 (reference)"), std::string::npos) << text;

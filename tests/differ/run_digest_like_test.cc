@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,9 +73,14 @@ std::string write(const test::TempDir& dir, const std::string& name, const RunFi
 
 // Everything a digest says about a check, for comparing two readings of one file.
 std::string describe(const CheckDigest& check) {
+  const CheckTimings timings = timings_of(check);
+  std::ostringstream times;
+  times.precision(17);
+  times << timings.reference_ms << "|" << timings.target_ms << "|" << timings.reference_iqr_ms << "|"
+        << timings.target_iqr_ms;
   return std::string(check.id) + "|" + std::string(check.experiment) + "|" + std::string(check.output) + "|" +
          std::string(check.message) + "|" + to_string(check.status) + "|" + (check.has_stats ? "stats" : "-") + "|" +
-         std::to_string(check.max_abs) + "|" + check_line_of(check);
+         std::to_string(check.max_abs) + "|" + times.str() + "|" + check_line_of(check);
 }
 
 std::vector<std::string> describe(const RunDigest& digest) {
@@ -105,6 +111,11 @@ TEST(ReadCheckLike, TakesTheSameLineWithOtherTimingsOnly) {
   EXPECT_EQ(digest.line.data(), other_line.data());
   EXPECT_EQ(digest.message.data(), alone.message.data());  // views into the new line
   EXPECT_EQ(digest.twin, CheckDigest::k_no_twin);
+  // Its own timings, not like's (1.5 and 1.75 ms; no ranges recorded: nan).
+  EXPECT_EQ(timings_of(like).reference_ms, 1.5);
+  EXPECT_EQ(timings_of(digest).reference_ms, 9.0);
+  EXPECT_EQ(timings_of(digest).target_ms, 0.125);
+  EXPECT_TRUE(std::isnan(timings_of(digest).target_iqr_ms));
 }
 
 TEST(ReadCheckLike, RefusesAnyOtherDifference) {
@@ -281,6 +292,8 @@ TEST(ReadCheckAt, ReadsTheFirstLineOfTheTextAsTheLineAlone) {
   ASSERT_TRUE(read_check_like(other, alone, one_line));
   EXPECT_EQ(vouched.status, one_line.status);
   EXPECT_EQ(vouched.max_abs, one_line.max_abs);
+  EXPECT_EQ(timings_of(vouched).reference_ms, 9.25);
+  EXPECT_EQ(timings_of(one_line).reference_ms, 9.25);
   EXPECT_EQ(vouched.line.size(), one_line.line.size());
   EXPECT_EQ(read_check_like_at(other, alone, vouched), 0U);
   EXPECT_EQ(read_check_like_at(other + "x\n", alone, vouched), 0U);

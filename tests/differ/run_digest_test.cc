@@ -115,6 +115,20 @@ std::optional<CheckRecord> dom_check(const std::string& line, const CheckDigest&
     values << " max_abs (" << digest.max_abs << " vs " << check.stats->max_abs << ")";
     differs += values.str();
   }
+  // The timings, converted while the line was read (the latency table reads them).
+  const CheckTimings timings = timings_of(digest);
+  const std::pair<double, double> pairs[] = {{timings.reference_ms, check.reference_ms},
+                                             {timings.target_ms, check.target_ms},
+                                             {timings.reference_iqr_ms, check.reference_iqr_ms},
+                                             {timings.target_iqr_ms, check.target_iqr_ms}};
+  for (const auto& [read, expected] : pairs) {
+    if (!same_number(read, expected)) {
+      std::ostringstream values;
+      values.precision(17);
+      values << " timings (" << read << " vs " << expected << ")";
+      differs += values.str();
+    }
+  }
   if (differs.empty()) {
     return ::testing::AssertionSuccess();
   }
@@ -337,8 +351,10 @@ class RecordMaker {
       mitigation.message = "fp32 restores agreement";
       check.mitigation = mitigation;
     }
-    check.reference_ms = number(ordinary);
-    check.target_ms = number(ordinary);
+    // Converted by the digest reader (for the latency table) as max_abs is, so an
+    // ordinary line has no negative zero in them either (the strict reader decides those).
+    check.reference_ms = number(ordinary, !ordinary);
+    check.target_ms = number(ordinary, !ordinary);
     return check;
   }
 
@@ -428,17 +444,9 @@ TEST(CanonicalCheck, EdgeValuesAgreeWithTheStrictReader) {
 
 // Numbers in forms the writer never writes, in max_abs (the one member converted):
 // accepted or not, never read otherwise than the strict reader reads them.
-TEST(CanonicalCheck, NumberFormsInMaxAbsAgreeWithTheStrictReader) {
-  RecordMaker maker(11);
-  CheckRecord check = maker.check(true, true, 0);
-  check.stats = maker.stats(true);
-  check.stats->max_abs = 0.25;
-  std::string line = check_to_json_line(check);
-  const std::string key = "\"max_abs\":0.25,";
-  size_t at = line.find(key);
-  ASSERT_NE(at, std::string::npos) << line;
-  // clang-format off
-  const char* const k_forms[] = {
+// Numbers in every form a hand may write, valid JSON or not.
+// clang-format off
+const char* const k_number_forms[] = {
       "-0", "-0.0", "-0e0", "-0.000e-5", "0", "0.0", "0e0", "00", "01", "-01", "1.", ".5", "-.5", "+1", "1e", "1e+",
       "1e-", "1E5", "1e+05", "1e-05", "1e5", "1e99", "1e100", "1e-100", "1e999", "1e-999", "1e001", "2.5E-3",
       "-1e99", "1.0e+01", "0.5e1", "1.50", "100000.0", "1_0", "0x10", "Infinity", "NaN", "-Infinity", "\"nan\"",
@@ -448,15 +456,54 @@ TEST(CanonicalCheck, NumberFormsInMaxAbsAgreeWithTheStrictReader) {
       "1234567890123456789012345", "0.000000000000000000000001e-99", "0.0000000000000000000000001",
       "999999999999999999999999e99", "4.9406564584124654e-324", "2.4703282292062328e-324", "1.7976931348623157e308",
       "17976931348623157e292", "0.1e-98", " 1", "1 ", "1,", "\"\"", "\"0.25\""
-  };
-  // clang-format on
+};
+// clang-format on
+
+TEST(CanonicalCheck, NumberFormsInMaxAbsAgreeWithTheStrictReader) {
+  RecordMaker maker(11);
+  CheckRecord check = maker.check(true, true, 0);
+  check.stats = maker.stats(true);
+  check.stats->max_abs = 0.25;
+  std::string line = check_to_json_line(check);
+  const std::string key = "\"max_abs\":0.25,";
+  size_t at = line.find(key);
+  ASSERT_NE(at, std::string::npos) << line;
   int accepted = 0;
-  for (const char* form : k_forms) {
+  for (const char* form : k_number_forms) {
     std::string edited = line;
     edited.replace(at + key.size() - 5, 4, form);
     accepted += expect_canonical_only_if_strict(edited) ? 1 : 0;
   }
   EXPECT_GT(accepted, 20);
+}
+
+// The timings are converted by the digest reader too (the latency table reads them):
+// each form in each of the four, read to the strict reader's values (same_values) or
+// left to it. The common forms are taken.
+TEST(CanonicalCheck, NumberFormsInTimingsAgreeWithTheStrictReader) {
+  RecordMaker maker(12);
+  CheckRecord check = maker.check(true, true, 0);
+  check.reference_ms = check.target_ms = check.reference_iqr_ms = check.target_iqr_ms = 0.25;
+  const std::string line = check_to_json_line(check);
+  int accepted = 0;
+  for (const char* key : {"{\"reference\":", ",\"target\":", ",\"reference_iqr\":", ",\"target_iqr\":"}) {
+    const size_t at = line.find(key, line.find("\"timings_ms\":"));
+    ASSERT_NE(at, std::string::npos) << line;
+    const size_t value = at + std::strlen(key);
+    ASSERT_EQ(line.compare(value, 4, "0.25"), 0) << line;
+    for (const char* form : k_number_forms) {
+      std::string edited = line;
+      edited.replace(value, 4, form);
+      const bool canonical = expect_canonical_only_if_strict(edited);
+      accepted += canonical ? 1 : 0;
+      const std::string_view common(form);
+      if (common == "0" || common == "0.0" || common == "1e-05" || common == "\"nan\"" || common == "\"inf\"" ||
+          common == "1e99" || common == "100000.0") {
+        EXPECT_TRUE(canonical) << edited;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 80);
 }
 
 // Edits of canonical lines: bytes replaced, deleted, inserted, lines cut, tokens retyped,
@@ -1123,6 +1170,9 @@ std::string describe(const CheckDigest& digest, std::string_view text) {
       << digest.output << "@" << at(digest.output) << "|" << to_string(digest.status) << "|" << digest.message << "@"
       << at(digest.message) << "|" << digest.has_stats << "|" << digest.max_abs << "|" << std::signbit(digest.max_abs)
       << "|" << digest.line.size() << "@" << at(digest.line) << "|" << digest.timings_at;
+  const CheckTimings timings = timings_of(digest);
+  out << "|" << timings.reference_ms << "|" << timings.target_ms << "|" << timings.reference_iqr_ms << "|"
+      << timings.target_iqr_ms;
   return out.str();
 }
 
