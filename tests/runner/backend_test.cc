@@ -3,7 +3,6 @@
 #include <ATen/Context.h>
 #include <ATen/Functions.h>
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/tensorexpr/codegen.h>
 
@@ -13,6 +12,7 @@
 #include "core/error.h"
 #include "runner/blas_threads.h"
 #include "runner/tier1.h"
+#include "runner/torch_compat.h"
 #include "test_models.h"
 
 namespace driftgate {
@@ -135,7 +135,7 @@ TEST_F(BackendTest, AutocastKeepsFloat32ParametersAndDiffersFromFullCast) {
   }
   EXPECT_EQ(autocast.prepare_input(m_input).scalar_type(), at::kFloat);
   at::Tensor output = first_output(autocast.forward(m_input));
-  EXPECT_FALSE(at::autocast::is_cpu_enabled());  // restored after the forward
+  EXPECT_FALSE(torch_compat::cpu_autocast_enabled());  // restored after the forward
   at::Tensor reference = first_output(load(backend("cpu_fp32")).forward(m_input));
   at::Tensor full_cast = first_output(load(backend_with_dtype("cpu_bf16", DType::k_bfloat16)).forward(m_input));
   EXPECT_EQ(observe_tensor(output).dtype, "bfloat16");  // conv2d runs in bfloat16 under autocast
