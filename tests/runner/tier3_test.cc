@@ -99,13 +99,15 @@ RunFile run(const std::vector<Experiment>& experiments, bool mitigate, std::ostr
   return run_experiments(experiments, testing::k_test_commit, environment, options, log);
 }
 
-const CheckRecord& find(const RunFile& run, const std::string& output) {
+// `output` is a C string: GCC 14's -Wdangling-reference flags a returned reference when an
+// argument is a temporary std::string, although the result refers into `run` only.
+const CheckRecord& find(const RunFile& run, const char* output) {
   for (const CheckRecord& check : run.checks) {
     if (check.output == output) {
       return check;
     }
   }
-  throw std::runtime_error("no check for output " + output);
+  throw std::runtime_error(std::string("no check for output ") + output);
 }
 
 TEST(Tier3, TieFixtureFailsWithNativeNmsAndPassesWithStable) {
