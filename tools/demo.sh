@@ -8,7 +8,9 @@
 #      machine's environment (same key as `driftgate env`); in another environment the baseline
 #      is built on the spot, as the CI gate's on-missing-baseline: run-base does: the committed
 #      baseline's commit is run in a git worktree on this machine (the suite runs twice then).
-# Results land in out/ (demo-gate/, run.jsonl, summary.md, report.json, base-run.jsonl).
+#   3. where Debian 13's LibTorch 2.6 is built too (tools/debian13.sh tools/build.sh and
+#      tools/prepare-demo.sh there), what upgrading to it changes (tools/demo-upgrade.sh).
+# Results land in out/ (demo-gate/, run.jsonl, summary.md, report.json, base-run.jsonl, upgrade/).
 # Exit code: 0 when the story ran as it should and the suite's gate passed; 1 when the story
 # went otherwise or the suite regressed; 2 on an error.
 set -euo pipefail
@@ -25,4 +27,14 @@ tools/demo-gate.sh "$driftgate" models out/demo-gate
 
 echo
 echo "== the demo suite: configs/*.yaml"
-tools/demo-suite.sh "$driftgate" out
+suite=0
+tools/demo-suite.sh "$driftgate" out || suite=$?
+
+# 3. Where Debian 13's LibTorch 2.6 is built beside this one (tools/debian13.sh), what upgrading
+#    changes on the same models (tools/demo-upgrade.sh); informative, so not in the exit code.
+if [[ ${DRIFTGATE_LIBTORCH_LINE:-} != debian13 && -x build-lt26/app/driftgate && -f models-lt26/resnet18.pt2 ]]; then
+  echo
+  echo "== the upgrade gate: LibTorch 1.13 -> 2.6 on the demo's models (tools/demo-upgrade.sh)"
+  tools/demo-upgrade.sh || [[ $? -eq 1 ]]
+fi
+exit "$suite"
