@@ -32,19 +32,33 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# Both lines run the same files from one scratch copy (bind-mounted into the root at its own
+# path): the configs, and models/ as 1.13's exporter wrote it (LibTorch 2.6 loads those files),
+# so the diff shows what the LibTorch change does and not a re-export; the AOTInductor packages
+# come from the 2.6 export, whose resnet18 weights are bit-identical to 1.13's.
+for config in "${configs[@]}"; do
+  mkdir -p "$work/$(dirname "$config")"
+  cp "$config" "$work/$config"
+done
+cp -R models "$work/models"
+cp models-lt26/*.pt2 "$work/models/"
+run_files=()
+for config in "${configs[@]}"; do run_files+=("$work/$config"); done
+
 echo "== LibTorch 1.13 (Debian 12, this machine): ${configs[*]}"
 status=0
-build/app/driftgate run "${configs[@]}" -o "$out/run13.jsonl" || status=$?
+build/app/driftgate run "${run_files[@]}" -o "$out/run13.jsonl" || status=$?
 [[ $status -le 1 ]] || exit 2
-echo "== LibTorch 2.6 (Debian 13 root): the same configs"
+echo "== LibTorch 2.6 (Debian 13 root): the same configs and files"
 status=0
-DRIFTGATE_DEBIAN13_BINDS="$work" bash tools/debian13.sh build/app/driftgate run "${configs[@]}" \
+DRIFTGATE_DEBIAN13_BINDS="$work" bash tools/debian13.sh build/app/driftgate run "${run_files[@]}" \
   -o "$work/run26.jsonl" || status=$?
 [[ $status -le 1 ]] || exit 2
 cp "$work/run26.jsonl" "$out/run26.jsonl"
 
 key13=$(head -1 "$out/run13.jsonl" | sed 's/.*"env_key":"\([0-9a-f]*\)".*/\1/')
-build/app/driftgate baseline update "$out/run13.jsonl" --store "$out/store" >/dev/null
+# A scratch store of this one comparison: a working tree with changes is fine here.
+build/app/driftgate baseline update "$out/run13.jsonl" --store "$out/store" --allow-dirty >/dev/null
 echo "== what the upgrade changes: driftgate diff run26.jsonl --against-env $key13"
 status=0
 build/app/driftgate diff "$out/run26.jsonl" --store "$out/store" --against-env "$key13" --format text \
