@@ -47,5 +47,5 @@ if [[ ${DRIFTGATE_TEST_LT26:-1} == 1 ]]; then
     ctest --test-dir build --output-on-failure -j"$(nproc)" \
       -R "^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain|aoti)$"' \
     lt26 "${lt26_targets[@]}"
-  ctest --test-dir build --output-on-failure -R '^e2e_upgrade$'  # 1.13 baseline, 2.6 run
+  DRIFTGATE_REQUIRE_LT26=1 ctest --test-dir build --output-on-failure -R '^e2e_upgrade$'  # 1.13 baseline, 2.6 run
 fi
