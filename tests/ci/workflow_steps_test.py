@@ -10,7 +10,11 @@ composite action as GitHub would, on inputs where the old versions went wrong:
 - action.yml's package cache key changes with tasks/ (compiled into the package);
   a deb-url download is installed only when its SHA-256 matches deb-sha256; the poster
   restores the cache but never saves into the default branch's scope;
-- release.yml's SHA256SUMS lists every package with its SHA-256;
+- release.yml's SHA256SUMS lists every package with its SHA-256; its matrix builds for Debian 12
+  and 13 and names each file _debian<N>_amd64.deb;
+- the action's and the GitLab component's release installs take the package of the runner's
+  Debian release (os-release: 12 or 13) and refuse any other system (Ubuntu, Debian 11, no
+  os-release) with exit 2 before anything is downloaded;
 - the reusable workflows check out the driftgate commit the caller's uses: line pins.
 The expression evaluator covers the forms these files use (==, !=, &&, ||, !, contains,
 fromJSON, literals, context paths); an unknown form fails the test instead of guessing.
@@ -176,10 +180,41 @@ def outputs(path):
     return found
 
 
+# os-release files as Debian and Ubuntu ship them (os-release(5)), for DRIFTGATE_OS_RELEASE.
+OS_RELEASES = {
+    "debian12": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\n'
+                'VERSION="12 (bookworm)"\nVERSION_CODENAME=bookworm\nID=debian\n',
+    "debian13": 'PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nNAME="Debian GNU/Linux"\nVERSION_ID="13"\n'
+                'VERSION="13 (trixie)"\nVERSION_CODENAME=trixie\nDEBIAN_VERSION_FULL=13.8\nID=debian\n',
+    "debian11": 'PRETTY_NAME="Debian GNU/Linux 11 (bullseye)"\nNAME="Debian GNU/Linux"\nVERSION_ID="11"\n'
+                'VERSION="11 (bullseye)"\nVERSION_CODENAME=bullseye\nID=debian\n',
+    "ubuntu24": 'PRETTY_NAME="Ubuntu 24.04.1 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\n'
+                'VERSION="24.04.1 LTS (Noble Numbat)"\nVERSION_CODENAME=noble\nID=ubuntu\nID_LIKE=debian\n',
+    "sid": 'PRETTY_NAME="Debian GNU/Linux forky/sid"\nNAME="Debian GNU/Linux"\nVERSION_CODENAME=forky\nID=debian\n',
+}
+# What the refusal must name: (what was found, ...) per unsupported case; None: no os-release file.
+UNSUPPORTED = {"ubuntu24": ("ubuntu", "24.04"), "debian11": ("debian", "11"), "sid": ("debian",),
+               "missing": None}
+
+
 def main():
     root = sys.argv[1]
     work = tempfile.mkdtemp(prefix="driftgate-wf-steps.")
     try:
+        os.makedirs(os.path.join(work, "os-release"))
+        for name, content in OS_RELEASES.items():
+            with open(os.path.join(work, "os-release", name), "w") as f:
+                f.write(content)
+
+        def os_release(name):
+            return os.path.join(work, "os-release", name)  # "missing" names no file
+
+        def refusal_names_both(log, case):
+            """The refusal says what was found and what is supported."""
+            found = UNSUPPORTED[case]
+            named = ("no " + os_release(case) in log) if found is None else all(part in log for part in found)
+            return named and "Debian 12 (libtorch 1.13)" in log and "Debian 13 (libtorch 2.6)" in log
+
         # 1. The Verdict step of driftgate.yml, on each verdict driftgate diff writes.
         gate = load(os.path.join(root, ".github/workflows/driftgate.yml"))
         verdict = step(gate["jobs"]["gate"]["steps"], "Verdict")
@@ -362,6 +397,7 @@ def main():
             out_file = os.path.join(work, "key_output")
             open(out_file, "w").close()
             result = run_step(key_step["run"], {"TORCH": "false", "LIBTORCH": "debian", "INSTALL": "source", "SOURCE": source,
+                                                "DEB_URL": "", "DRIFTGATE_OS_RELEASE": os_release("debian12"),
                                                 "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work}, work)
             check("key step runs", result.returncode == 0, result.stderr)
             return outputs(out_file).get("key")
@@ -415,6 +451,112 @@ def main():
                   f"exit {result.returncode}, installed {installed}: {result.stdout}{result.stderr}")
             if installed:
                 check("the installed file is the release's", open(os.path.join(out, file), "rb").read() == package)
+
+        # 6b. The package is the one for the runner's Debian release (os-release), chosen by the key
+        # step and fetched by the release step: Debian 13 gets the debian13 file even when SHA256SUMS
+        # also lists the debian12 one; any other system is refused (exit 2) before apt-get or a
+        # download. apt-get is a stand-in that records its calls.
+        check("the key step reads deb-url", key_step["env"].get("DEB_URL") == "${{ inputs.deb-url }}",
+              str(key_step["env"]))
+        check("the release step fetches the key step's file",
+              fetch["env"].get("FILE") == "${{ steps.key.outputs.file }}", str(fetch["env"]))
+        result = run_step(key_step["run"], {"TORCH": "true", "LIBTORCH": "pip", "INSTALL": "release", "SOURCE": source,
+                                            "DEB_URL": "", "DRIFTGATE_OS_RELEASE": os_release("debian13"),
+                                            "GITHUB_OUTPUT": os.path.join(work, "key_output"), "RUNNER_TEMP": work}, work)
+        check("libtorch 'pip' is refused, saying what each release gets", result.returncode == 2 and
+              "1.13 on Debian 12" in result.stdout and "2.6 on Debian 13" in result.stdout, result.stdout)
+        check("the libtorch input says what each release gets",
+              "Debian 12's libtorch 1.13" in action["inputs"]["libtorch"]["description"] and
+              "Debian 13's libtorch 2.6" in action["inputs"]["libtorch"]["description"])
+        apt_bin = os.path.join(work, "apt-bin")
+        os.makedirs(apt_bin)
+        apt_calls = os.path.join(work, "apt-calls")
+        with open(os.path.join(apt_bin, "apt-get"), "w") as f:
+            f.write(f'#!/bin/sh\necho "apt-get $*" >> "{apt_calls}"\n')
+        with open(os.path.join(apt_bin, "apt-cache"), "w") as f:
+            f.write(f'#!/bin/sh\necho "apt-cache $*" >> "{apt_calls}"\necho "Version: 9.9-stub"\n')
+        for tool in ("apt-get", "apt-cache"):
+            os.chmod(os.path.join(apt_bin, tool), 0o755)
+
+        def run_key(release, torch="false", install="release", deb_url=""):
+            out_file = os.path.join(work, "key_output")
+            open(out_file, "w").close()
+            if os.path.exists(apt_calls):
+                os.remove(apt_calls)
+            result = run_step(key_step["run"], {"TORCH": torch, "LIBTORCH": "debian", "INSTALL": install,
+                                                "SOURCE": source, "DEB_URL": deb_url,
+                                                "DRIFTGATE_OS_RELEASE": os_release(release),
+                                                "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work,
+                                                "PATH": apt_bin + os.pathsep + os.environ["PATH"]}, work)
+            calls = open(apt_calls).read().splitlines() if os.path.exists(apt_calls) else []
+            return result, outputs(out_file), calls
+
+        version = None
+        for release, n in (("debian12", "12"), ("debian13", "13")):
+            for torch, package_name, flavour in (("true", "driftgate", "torch"), ("false", "driftgate-notorch", "notorch")):
+                result, found, calls = run_key(release, torch)
+                check(f"key step on {release}, torch {torch}: runs", result.returncode == 0, result.stdout + result.stderr)
+                version = found.get("version")
+                check(f"key step on {release}, torch {torch}: the debian{n} package",
+                      found.get("file") == f"{package_name}_{version}_debian{n}_amd64.deb", str(found))
+                check(f"key step on {release}, torch {torch}: the cache key names the release",
+                      str(found.get("key")).endswith(f"-{flavour}-debian{n}"), str(found))
+        for install in ("release", "source"):
+            for case in UNSUPPORTED:
+                result, found, calls = run_key(case, "true", install)
+                log = result.stdout + result.stderr
+                check(f"key step, install {install}, on {case}: refused with exit 2", result.returncode == 2, log)
+                check(f"key step, install {install}, on {case}: says what it found and what is supported",
+                      refusal_names_both(log, case), log)
+                check(f"key step, install {install}, on {case}: no apt-get, no outputs", calls == [] and found == {},
+                      f"{calls} {found}")
+        result, found, calls = run_key("ubuntu24", "false", "release", deb_url="https://example.org/own.deb")
+        check("a deb-url is the caller's choice on any system", result.returncode == 0, result.stdout + result.stderr)
+        result, found, calls = run_key("debian13", "false", "release")
+        key13 = found.get("key")
+        result, found, calls = run_key("debian12", "false", "release")
+        check("the cache keys of Debian 12 and 13 differ", key13 and found.get("key") and key13 != found.get("key"))
+
+        # Both releases' packages on the mirror: each runner fetches and verifies its own.
+        mirror2 = os.path.join(work, "mirror2")
+        os.makedirs(os.path.join(mirror2, f"v{version}"))
+        by_release = {n: f"the notorch package for Debian {n}\n".encode() for n in ("12", "13")}
+        names = {n: f"driftgate-notorch_{version}_debian{n}_amd64.deb" for n in ("12", "13")}
+        for n in ("12", "13"):
+            with open(os.path.join(mirror2, f"v{version}", names[n]), "wb") as f:
+                f.write(by_release[n])
+
+        def release_install(release, sums):
+            with open(os.path.join(mirror2, f"v{version}", "SHA256SUMS"), "w") as f:
+                f.write("".join(f"{digest}  {name}\n" for name, digest in sums.items()))
+            result, found, _ = run_key(release, "false", "release")
+            if result.returncode != 0:
+                return result, None, []
+            out = tempfile.mkdtemp(dir=work, prefix="release13-")
+            result = run_step(fetch["run"], {"REPOSITORY": "", "RELEASE_URL": "file://" + mirror2,
+                                             "VERSION": found["version"], "FILE": found["file"], "OUT": out}, work)
+            return result, out, sorted(os.listdir(out))
+
+        good = {names[n]: hashlib.sha256(by_release[n]).hexdigest() for n in ("12", "13")}
+        for release, n in (("debian13", "13"), ("debian12", "12")):
+            result, out, listing = release_install(release, good)
+            other = "12" if n == "13" else "13"
+            check(f"release install on {release}: installs", result.returncode == 0, result.stdout + result.stderr)
+            check(f"release install on {release}: only the debian{n} package is fetched",
+                  listing == sorted(["SHA256SUMS", names[n]]), str(listing))
+            if names[n] in listing:
+                check(f"release install on {release}: the file is the debian{n} one, not debian{other}",
+                      open(os.path.join(out, names[n]), "rb").read() == by_release[n])
+        # A debian13 entry that does not match is refused even though the debian12 one matches:
+        # the check is against the debian13 line.
+        result, out, listing = release_install("debian13", dict(good, **{names["13"]: "4" * 64}))
+        check("release install on debian13 with a bad debian13 sum: refused",
+              result.returncode == 2 and names["13"] not in listing and "download.part" not in listing,
+              f"{result.returncode} {listing} {result.stdout}{result.stderr}")
+        result, out, listing = release_install("debian13", {names["12"]: good[names["12"]]})
+        check("release install on debian13 when only debian12 is listed: refused",
+              result.returncode == 2 and "lists no " + names["13"] in result.stdout and listing == ["SHA256SUMS"],
+              f"{result.returncode} {listing} {result.stdout}{result.stderr}")
 
         # 8. The driftgate that runs is the commit the caller pinned: with no driftgate-ref the
         # plan job reads the calling workflow file (GITHUB_WORKFLOW_REF at GITHUB_WORKFLOW_SHA,
@@ -519,6 +661,7 @@ def main():
             env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "",
                    "DRIFTGATE_RELEASE_URL": "file://" + gl_mirror, "DRIFTGATE_VERSION": "9.9.9",
                    "DRIFTGATE_PACKAGE": "driftgate-notorch", "APT_LOG": apt_log,
+                   "DRIFTGATE_OS_RELEASE": os_release("debian12"),
                    "STUB": os.path.join(bin_dir, "dg-stub"), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
             if os.path.exists(env["STUB"]):
                 os.remove(env["STUB"])
@@ -531,6 +674,60 @@ def main():
                   (f"./.driftgate-cache/release-v9.9.9-{gl_file}" in log) == (ok and downloads), log)
             check(f"GitLab install, {case}: the cached .deb is the release's",
                   (os.path.exists(cached) and open(cached, "rb").read() == package) == (ok and downloads))
+
+        # 9b. The GitLab release install takes the job's Debian release (os-release): both releases'
+        # packages on the mirror, each job installs its own; any other system is refused (exit 2)
+        # before apt-get or a download, unless driftgate is already installed.
+        gl_packages = {n: f"the GitLab notorch package for Debian {n}\n".encode() for n in ("12", "13")}
+        gl_names = {n: f"driftgate-notorch_9.9.9_debian{n}_amd64.deb" for n in ("12", "13")}
+        gl_mirror2 = os.path.join(work, "gl-mirror2")
+        os.makedirs(os.path.join(gl_mirror2, "v9.9.9"))
+        for n in ("12", "13"):
+            with open(os.path.join(gl_mirror2, "v9.9.9", gl_names[n]), "wb") as f:
+                f.write(gl_packages[n])
+
+        def gitlab_install(case, release, sums, command="dg-stub"):
+            with open(os.path.join(gl_mirror2, "v9.9.9", "SHA256SUMS"), "w") as f:
+                f.write("".join(f"{digest}  {name}\n" for name, digest in sums.items()))
+            job_dir = os.path.join(work, f"gl2-{case}")
+            os.makedirs(job_dir)
+            apt_log = os.path.join(job_dir, "apt.log")
+            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "",
+                   "DRIFTGATE_RELEASE_URL": "file://" + gl_mirror2, "DRIFTGATE_VERSION": "9.9.9",
+                   "DRIFTGATE_PACKAGE": "driftgate-notorch", "APT_LOG": apt_log,
+                   "DRIFTGATE_OS_RELEASE": os_release(release),
+                   "STUB": os.path.join(bin_dir, "dg-stub"), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+            if os.path.exists(env["STUB"]):
+                os.remove(env["STUB"])
+            result = run_step(install_script, env, job_dir)
+            log = open(apt_log).read() if os.path.exists(apt_log) else ""
+            cache = os.path.join(job_dir, ".driftgate-cache")
+            listing = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+            return result, log, cache, listing
+
+        gl_good = {gl_names[n]: hashlib.sha256(gl_packages[n]).hexdigest() for n in ("12", "13")}
+        for release, n in (("debian13", "13"), ("debian12", "12")):
+            result, log, cache, listing = gitlab_install(release, release, gl_good)
+            check(f"GitLab install on {release}: exit 0", result.returncode == 0, result.stdout + result.stderr)
+            check(f"GitLab install on {release}: apt-get installs the debian{n} .deb",
+                  f"./.driftgate-cache/release-v9.9.9-{gl_names[n]}" in log and "debian" + ("12" if n == "13" else "13")
+                  not in log, log)
+            check(f"GitLab install on {release}: only the debian{n} .deb is cached, with its bytes",
+                  listing == ["release-v9.9.9-" + gl_names[n]] and
+                  open(os.path.join(cache, listing[0]), "rb").read() == gl_packages[n], str(listing))
+        result, log, cache, listing = gitlab_install("bad13", "debian13", dict(gl_good, **{gl_names["13"]: "5" * 64}))
+        check("GitLab install on debian13 with a bad debian13 sum: refused, nothing installed",
+              result.returncode == 2 and log == "" and listing == [], f"{result.returncode} {log} {listing}")
+        for case in UNSUPPORTED:
+            result, log, cache, listing = gitlab_install("refused-" + case, case, gl_good)
+            out = result.stdout + result.stderr
+            check(f"GitLab install on {case}: refused with exit 2", result.returncode == 2, out)
+            check(f"GitLab install on {case}: says what it found and what is supported", refusal_names_both(out, case), out)
+            check(f"GitLab install on {case}: nothing downloaded or installed", log == "" and not os.path.exists(cache),
+                  f"{log} {listing}")
+        result, log, cache, listing = gitlab_install("installed-ubuntu", "ubuntu24", gl_good, command="bash")
+        check("GitLab: an installed driftgate needs no supported release", result.returncode == 0 and log == "",
+              result.stdout + result.stderr)
 
         # 7. The release's SHA256SUMS lists every package with its SHA-256 (checked here with
         # hashlib), in the format sha256sum -c and the install steps read.
@@ -552,6 +749,33 @@ def main():
             listed[name] = digest
         check("SHA256SUMS lists every package with its SHA-256",
               listed == {n: hashlib.sha256(c).hexdigest() for n, c in packages.items()}, str(listed))
+
+        # 7b. Packages are built for Debian 12 and 13, each in its release's container, and named
+        # _debian<N>_amd64.deb (the build step run with stand-ins for tools/install-deps.sh and
+        # tools/package.sh, which write an unnamed cpack .deb as the real one does).
+        job = release["jobs"]["package"]
+        check("release matrix: Debian 12 and 13", job["strategy"]["matrix"].get("debian") == ["12", "13"],
+              str(job["strategy"]["matrix"]))
+        check("release job runs in the matrix's Debian container", job.get("container") == "debian:${{ matrix.debian }}",
+              str(job.get("container")))
+        build_step = step(job["steps"], "Build the package")
+        check("the build step gets the matrix's release", build_step["env"].get("DEBIAN") == "${{ matrix.debian }}",
+              str(build_step["env"]))
+        for n in ("12", "13"):
+            for flavour, name in (("torch", "driftgate"), ("notorch", "driftgate-notorch")):
+                tree = os.path.join(work, f"release-build-{n}-{flavour}")
+                os.makedirs(os.path.join(tree, "tools"))
+                with open(os.path.join(tree, "tools", "install-deps.sh"), "w") as f:
+                    f.write("#!/bin/bash\n")
+                with open(os.path.join(tree, "tools", "package.sh"), "w") as f:
+                    f.write('#!/bin/bash\nname=driftgate; [ "$1" = --no-torch ] && { name=driftgate-notorch; shift; }\n'
+                            'mkdir -p "$1"; echo deb > "$1/${name}_9.9.9_amd64.deb"\n')
+                for tool in ("install-deps.sh", "package.sh"):
+                    os.chmod(os.path.join(tree, "tools", tool), 0o755)
+                result = run_step(build_step["run"], {"FLAVOUR": flavour, "DEBIAN": n}, tree)
+                got = sorted(os.listdir(os.path.join(tree, "out", "package"))) if result.returncode == 0 else []
+                check(f"release build for Debian {n}, {flavour}: the file is named for Debian {n}",
+                      got == [f"{name}_9.9.9_debian{n}_amd64.deb"], f"{got} {result.stdout}{result.stderr}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for failure in failures:
