@@ -9,7 +9,9 @@
 //   that differs), then per tensor as PyTorch's assert_close orders it: shape,
 //   dtype (only where the backend promised the reference's dtype), NaN masks and
 //   infinity signs, then |a - b| <= atol + rtol * |b| with b the reference.
-// All statistics are computed in float64 on the CPU whatever the outputs' dtype.
+// Statistics are computed in float64 on the CPU whatever the outputs' dtype; the
+// assert_close rule's verdicts and smallest passing tolerances in the arithmetic that
+// this LibTorch line's assert_close uses (runner/isclose_arithmetic.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -84,8 +86,8 @@ std::vector<LeafComparison> compare_outputs(const c10::IValue& reference, const 
 // infinity, counts as equal; every other non-finite difference is a mismatch and
 // is also counted in `*nonfinite_mismatches` when given. Finite elements mismatch
 // by `tolerance.rule` (assert_close's for the oracle rule). min_atol (min_rtol) is
-// the smallest atol (rtol) with which `|a-b| <= atol + rtol*|b|`, evaluated exactly
-// so in double as torch.isclose does, passes every finite element at the
+// the smallest atol (rtol) with which `|a-b| <= atol + |rtol*b|`, computed as this
+// LibTorch line's assert_close computes it, passes every finite element at the
 // configured rtol (atol). `detail`, when given, receives the worst mismatch.
 Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& target, const Tolerance& tolerance,
                                int64_t* nonfinite_mismatches = nullptr, MismatchDetail* detail = nullptr);

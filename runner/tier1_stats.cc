@@ -11,7 +11,9 @@
 #include <limits>
 
 #include "core/error.h"
+#include "runner/isclose_arithmetic.h"
 #include "runner/tier1.h"
+#include "runner/torch_compat.h"
 
 namespace driftgate {
 namespace {
@@ -67,18 +69,20 @@ at::Tensor as_double(const at::Tensor& tensor) {
   return dense.to(at::kDouble).contiguous();
 }
 
-bool element_fails(double diff, double scale, const Tolerance& tolerance, double normwise_limit) {
+bool element_fails(double a, double b, const Tolerance& tolerance, double normwise_limit,
+                   const IscloseArithmetic& isclose) {
+  const double diff = std::abs(a - b);
   switch (tolerance.rule) {
     case ToleranceRule::k_polygraphy:
       // Polygraphy: relative error |a-b|/|b|, infinite where b == 0 and a != b.
-      return diff > tolerance.atol && diff > tolerance.rtol * scale;
+      return diff > tolerance.atol && diff > tolerance.rtol * std::abs(b);
     case ToleranceRule::k_normwise:
       return diff > normwise_limit;
     case ToleranceRule::k_assert_close:
     case ToleranceRule::k_oracle:
       break;
   }
-  return !(diff <= tolerance.atol + tolerance.rtol * scale);
+  return !isclose.close(a, b, tolerance.atol, tolerance.rtol);
 }
 
 }  // namespace
@@ -107,6 +111,12 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
   const double* a = a_tensor.data_ptr<double>();
   const int64_t n = b_tensor.numel();
   const std::vector<int64_t> shape = b_tensor.sizes().vec();
+  const IscloseArithmetic isclose = IscloseArithmetic::for_pair(reference.scalar_type(), target.scalar_type(),
+                                                                torch_compat::k_assert_close_in_float64);
+  // assert_close's message reports integer differences exactly (in int64), floating ones as
+  // isclose computed them.
+  const at::ScalarType common = c10::promoteTypes(reference.scalar_type(), target.scalar_type());
+  const bool integral = !c10::isFloatingType(common) && !c10::isComplexType(common);
 
   Tier1Stats stats;
   stats.numel = n;
@@ -138,6 +148,10 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
   double norm_b = 0.0;
   std::vector<double> diffs;
   diffs.reserve(static_cast<size_t>(n));
+  std::vector<int64_t> finite_at;  // the elements a tolerance can make pass
+  finite_at.reserve(static_cast<size_t>(n));
+  double atol_estimate = 0.0;  // the smallest passing tolerances, estimated in double
+  double rtol_estimate = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
       bool same = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i];
@@ -150,6 +164,7 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
     const double diff = std::abs(a[i] - b[i]);
     const double scale = std::abs(b[i]);
     ++finite;
+    finite_at.push_back(i);
     diffs.push_back(diff);
     sum_abs += diff;
     sum_squares += diff * diff;
@@ -158,10 +173,11 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
     norm_b += b[i] * b[i];
     const double unfloored = diff == 0.0 ? 0.0 : (scale == 0.0 ? k_infinity : diff / scale);
     worst.max_rel_unfloored = std::max(worst.max_rel_unfloored, unfloored);
-    if (element_fails(diff, scale, tolerance, normwise_limit)) {
+    if (element_fails(a[i], b[i], tolerance, normwise_limit, isclose)) {
       ++stats.mismatches;
-      if (worst.abs_index.empty() || diff > worst.abs) {
-        worst.abs = diff;
+      const double reported = integral ? diff : isclose.actual_error(a[i], b[i]);
+      if (worst.abs_index.empty() || reported > worst.abs) {
+        worst.abs = reported;
         worst.abs_index = unravel_index(i, shape);
         worst.abs_reference = b[i];
         worst.abs_target = a[i];
@@ -180,44 +196,21 @@ Tier1Stats compute_tier1_stats(const at::Tensor& reference, const at::Tensor& ta
       stats.max_rel = relative;
       max_rel_at = i;
     }
-    stats.min_atol = std::max(stats.min_atol, diff - tolerance.rtol * scale);
-    if (diff > tolerance.atol) {
-      stats.min_rtol = std::max(stats.min_rtol, scale == 0.0 ? k_infinity : (diff - tolerance.atol) / scale);
+    atol_estimate = std::max(atol_estimate, diff - tolerance.rtol * scale);
+    if (diff > tolerance.atol && scale > 0.0) {
+      rtol_estimate = std::max(rtol_estimate, (diff - tolerance.atol) / scale);
     }
     const long double ulps = std::abs(ulp_key(a[i], ulp_type) - ulp_key(b[i], ulp_type));
     stats.max_ulp = std::max(stats.max_ulp, static_cast<double>(ulps));
   }
-  // diff - rtol*|b| and (diff - atol)/|b| round; nudge both up until the rule
-  // itself, |a-b| <= atol + rtol*|b| evaluated in double, passes everywhere.
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) {
-      continue;
-    }
-    const double diff = std::abs(a[i] - b[i]);
-    const double scale = std::abs(b[i]);
-    while (!(diff <= stats.min_atol + tolerance.rtol * scale)) {
-      stats.min_atol = std::nextafter(stats.min_atol, k_infinity);
-    }
-    while (std::isfinite(stats.min_rtol) && !(diff <= tolerance.atol + stats.min_rtol * scale)) {
-      stats.min_rtol = std::nextafter(stats.min_rtol, k_infinity);
-    }
-  }
-  // Rounding can also leave them one step above the smallest value that passes.
-  auto passes_everywhere = [&](double atol, double rtol) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (std::isfinite(a[i]) && std::isfinite(b[i]) && !(std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i]))) {
-        return false;
-      }
-    }
-    return true;
-  };
-  while (stats.min_atol > 0.0 && passes_everywhere(std::nextafter(stats.min_atol, 0.0), tolerance.rtol)) {
-    stats.min_atol = std::nextafter(stats.min_atol, 0.0);
-  }
-  while (std::isfinite(stats.min_rtol) && stats.min_rtol > 0.0 &&
-         passes_everywhere(tolerance.atol, std::nextafter(stats.min_rtol, 0.0))) {
-    stats.min_rtol = std::nextafter(stats.min_rtol, 0.0);
-  }
+  // The smallest atol (rtol) with which isclose, computed as torch computes it, passes every
+  // finite element at the configured rtol (atol): found exactly, from the double estimates.
+  stats.min_atol = isclose.smallest_passing(finite_at, atol_estimate, [&](int64_t i, double atol) {
+    return isclose.close(a[i], b[i], atol, tolerance.rtol);
+  });
+  stats.min_rtol = isclose.smallest_passing(finite_at, rtol_estimate, [&](int64_t i, double rtol) {
+    return isclose.close(a[i], b[i], tolerance.atol, rtol);
+  });
   stats.mismatch_fraction = n > 0 ? static_cast<double>(stats.mismatches) / static_cast<double>(n) : 0.0;
   if (finite > 0) {
     stats.mean_abs = sum_abs / static_cast<double>(finite);

@@ -78,6 +78,14 @@ def synthetic():
     reference = torch.randn(100, generator=g) * 1e-3
     reference[7] = 0.0
     pairs.append(("near_zero", reference, reference + 2e-6))
+    # Pairs that torch 2.x compares in a 16-bit dtype or, for integers, in float32 (the
+    # default dtype isclose converts them to), where rounding decides more boundaries.
+    for dtype in (torch.bfloat16, torch.float16):
+        reference = torch.randn(8, 40, generator=g) * 3
+        target = reference * (1 + torch.randn(8, 40, generator=g) * 1e-2)
+        pairs.append((f"synthetic_{dtype}".replace("torch.", ""), reference.to(dtype), target.to(dtype)))
+    reference = torch.randint(-2**28, 2**28, (200,), generator=g)
+    pairs.append(("int64", reference, reference + torch.randint(-40, 40, (200,), generator=g)))
     return pairs
 
 
