@@ -5,6 +5,8 @@ the demo fast on two cores) with seeded random weights (no downloads) at a small
 (128x128), each exported twice:
   *_head.pt  backbone + head as raw outputs, traced: (box deltas [1, N, 4], class
              logits [1, N, C], anchors [N, 4] xyxy) for driftgate's decoder and NMS;
+  *_head.onnx (SSDlite's, where export_onnx is given: onnx and onnxruntime are installed)
+             the same head for the onnxruntime backends;
   *.pt       the full torchvision model, scripted: forward(List[Tensor]) returns
              (losses, detections) and uses torchvision::nms, which driftgate registers.
 And the tie fixture (tie_detector.pt): 16 pairs of overlapping boxes with tied,
@@ -43,7 +45,9 @@ def anchors_of(model, example):
         return model.anchor_generator(ImageList(example, [(SIZE, SIZE)]), features)[0]
 
 
-def export_pair(model, name, example, out, log):
+def export_head(model, name, example, out, log, export_onnx=None):
+    """NAME_head.pt (and, given export_onnx, NAME_head.onnx: the same head for the onnxruntime
+    backends): the detector's backbone + head, traced at example's size."""
     model.eval()
     head = RawHead(model, anchors_of(model, example)).eval()
     with torch.no_grad():
@@ -51,6 +55,12 @@ def export_pair(model, name, example, out, log):
     path = os.path.join(out, f"{name}_head.pt")
     traced.save(path)
     log(f"{path}: raw head, {head.anchors.shape[0]} anchors")
+    if export_onnx is not None:
+        export_onnx(head, example, os.path.join(out, f"{name}_head.onnx"), output_of=lambda y: y[1])
+
+
+def export_pair(model, name, example, out, log, export_onnx=None):
+    export_head(model, name, example, out, log, export_onnx)
     scripted = torch.jit.script(model)
     path = os.path.join(out, f"{name}.pt")
     scripted.save(path)
@@ -71,7 +81,7 @@ def demo_ssdlite(generator, randomize_batchnorm, calibrate_batchnorm):
     return ssd
 
 
-def export_detection(out, log, randomize_batchnorm, calibrate_batchnorm):
+def export_detection(out, log, randomize_batchnorm, calibrate_batchnorm, export_onnx=None):
     from torchvision.models.detection import RetinaNet
     from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
     from torchvision.ops.feature_pyramid_network import LastLevelP6P7
@@ -79,7 +89,7 @@ def export_detection(out, log, randomize_batchnorm, calibrate_batchnorm):
     torch.manual_seed(3)
     example = torch.rand(1, 3, SIZE, SIZE, generator=generator)
     ssd = demo_ssdlite(generator, randomize_batchnorm, calibrate_batchnorm)
-    export_pair(ssd, "ssdlite", example, out, log)
+    export_pair(ssd, "ssdlite", example, out, log, export_onnx)  # and, given export_onnx, ssdlite_head.onnx
     backbone = resnet_fpn_backbone(backbone_name="resnet18", weights=None, returned_layers=[2, 3, 4],
                                    extra_blocks=LastLevelP6P7(256, 256))
     retina = RetinaNet(backbone, num_classes=CLASSES, min_size=SIZE, max_size=SIZE)

@@ -11,7 +11,8 @@ outputs are O(1) and depend on the input (tests/tools/export_models_test.py).
 
 Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
   /usr/bin/python3 tools/export_models.py demo  --out models/      # the demo suite (and, with torch >= 2.6,
-                                                                   # AOTInductor packages: NAME.pt2)
+                                                                   # AOTInductor packages: NAME.pt2; with
+                                                                   # onnx and onnxruntime, ONNX files: NAME.onnx)
   /usr/bin/python3 tools/export_models.py test  --out DIR          # tiny models for tests
   /usr/bin/python3 tools/export_models.py perturb IN.pt OUT.pt [--scale 1.01] [--parameter NAME]
   /usr/bin/python3 tools/export_models.py image --out FILE.png [--size 96] [--seed 0]
@@ -24,6 +25,7 @@ Usage (Debian's interpreter, which has python3-torch and python3-torchvision):
 import argparse
 import os
 import sys
+import time
 import zlib
 import struct
 
@@ -128,6 +130,82 @@ def export_aoti(model, example, path):
     log(f"{path}: AOTInductor package")
 
 
+def can_export_onnx():
+    """ONNX files (the onnxruntime backends) need the onnx and onnxruntime Python packages
+    (Debian 13: python3-onnx, python3-onnxruntime; tools/debian13.sh). Debian 12 has neither."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+ONNX_OPSET = 17
+ONNX_SPEC_KEY = "driftgate_out_spec"
+
+
+def plain_output(value):
+    """The output as the TorchScript file returns it: OrderedDicts (torchvision's segmentation
+    models) become dicts, so the tree spec names builtins.dict, tuples stay tuples."""
+    if isinstance(value, dict):
+        return {key: plain_output(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(plain_output(item) for item in value)
+    return value
+
+
+def leaf_paths(value, path="out"):
+    """driftgate's names for the output's tensors (runner/tier1.cc: out, out[0], out['boxes']), in
+    torch.utils._pytree's flattening order (dicts in insertion order, as the ONNX exporter's)."""
+    if isinstance(value, dict):
+        return [name for key, item in value.items() for name in leaf_paths(item, f"{path}['{key}']")]
+    if isinstance(value, (tuple, list)):
+        return [name for i, item in enumerate(value) for name in leaf_paths(item, f"{path}[{i}]")]
+    return [path]
+
+
+def export_onnx(model, example, path, output_of=lambda y: y):
+    """The model's ONNX file for the onnxruntime backends: torch.onnx.export (the TorchScript-based
+    exporter, opset 17, fixed shapes: example's) of the same eager model and weights the
+    TorchScript file was traced from; call it after export(), which rescales the head. The graph
+    input is "input"; its outputs are named by driftgate's output paths (out, out[0],
+    out['out']), and the metadata key driftgate_out_spec holds the TorchScript output's
+    structure (torch.utils._pytree.treespec_dumps) to rebuild it from the flat outputs in the
+    graph's output order. Checked once with onnxruntime: each output must be the eager one
+    (loosely: the exporter folds BatchNorm into the convolutions)."""
+    import onnx
+    import onnxruntime
+    from torch.utils import _pytree as pytree
+    started = time.monotonic()
+    model.eval()
+    with torch.no_grad():
+        eager = plain_output(model(example))
+    flat, spec = pytree.tree_flatten(eager)
+    names = leaf_paths(eager)
+    if len(names) != len(flat) or not all(isinstance(t, torch.Tensor) for t in flat):
+        raise RuntimeError(f"{path}: the output's leaves are not all tensors ({pytree.treespec_dumps(spec)})")
+    with torch.no_grad():
+        torch.onnx.export(model, (example,), path, opset_version=ONNX_OPSET, input_names=["input"],
+                          output_names=names, dynamo=False)
+    proto = onnx.load(path)
+    graph_outputs = [output.name for output in proto.graph.output]
+    if graph_outputs != names:
+        raise RuntimeError(f"{path}: the ONNX graph's outputs are {graph_outputs}, expected {names}")
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = ONNX_SPEC_KEY, pytree.treespec_dumps(spec)
+    onnx.save(proto, path)
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    results = session.run(None, {"input": example.numpy()})
+    for name, expected, got in zip(names, flat, results):
+        got = torch.from_numpy(got)
+        scale = float(expected.abs().max()) or 1.0
+        if got.shape != expected.shape or float((got - expected).abs().max()) > 1e-3 * scale:
+            raise RuntimeError(f"{path}: onnxruntime's {name} is not the eager model's")
+    log(f"{path}: ONNX opset {ONNX_OPSET}, outputs {', '.join(names)}, output std {float(output_of(eager).float().std()):.3f} "
+        f"({time.monotonic() - started:.1f} s)")
+
+
 class TinyConvNet(nn.Module):
     """conv-bn-relu twice, pool, linear: every backend driftgate has changes its numerics."""
 
@@ -162,11 +240,14 @@ def export_demo(out):
     torch.manual_seed(0)
     example = torch.randn(1, 3, 224, 224, generator=generator)
     aoti = can_compile_aoti()  # torch >= 2.6: also each model's package for the aoti backend
+    onnx = can_export_onnx()  # onnx and onnxruntime (Debian 13): also each model's ONNX file
     for name in ("resnet18", "mobilenet_v3_small"):
         model = demo_classifier(name, generator)
         export(model, example, os.path.join(out, f"{name}.pt"))
         if aoti:
             export_aoti(model, example, os.path.join(out, f"{name}.pt2"))
+        if onnx:
+            export_onnx(model, example, os.path.join(out, f"{name}.onnx"))
     seg = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
     randomize_batchnorm(seg, generator)
     calibrate_batchnorm(seg, torch.randn(4, 3, 160, 160, generator=generator))
@@ -174,6 +255,8 @@ def export_demo(out):
     export(seg, small, os.path.join(out, "lraspp_mobilenet_v3_large.pt"), output_of=lambda y: y["out"], strict=False)
     if aoti:
         export_aoti(seg, small, os.path.join(out, "lraspp_mobilenet_v3_large.pt2"))
+    if onnx:
+        export_onnx(seg, small, os.path.join(out, "lraspp_mobilenet_v3_large.onnx"), output_of=lambda y: y["out"])
 
 
 def demo_classifier(name_or_model, generator, size=224):
@@ -274,7 +357,8 @@ def main():
         from export_detection import export_detection, export_tie
         os.makedirs(args.out, exist_ok=True)
         if args.command == "detection":
-            export_detection(args.out, log, randomize_batchnorm, calibrate_batchnorm)
+            export_detection(args.out, log, randomize_batchnorm, calibrate_batchnorm,
+                             export_onnx if can_export_onnx() else None)
         export_tie(args.out, log)
     elif args.command == "perturb":
         perturb(args.source, args.target, args.scale, args.parameter)
