@@ -14,6 +14,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libgit2-dev libcpp-httplib-dev libssl-dev
   libboost-program-options-dev libgtest-dev libgmock-dev libstb-dev
   zlib1g-dev  # inflates a model's code/ before loading it (runner/torchscript_archive.cc) and PNG data (core/image_check.cc)
+  file  # tools/package.sh: cpack's DEB generator reads the binaries' dependencies with it (absent in debian:13 images)
 )
 if [[ $with_torch == 1 ]]; then
   # libtorch-dev: the runner. python3-torch/-torchvision: export the demo models (TorchScript).
@@ -31,8 +32,10 @@ if [[ $codename == trixie ]]; then
   # Debian 13 is the LibTorch 2.6 line (tools/debian13.sh): the LibTorch suite and the demo run
   # there; the torch-free, screenshot and fuzz phases run on Debian 12 only.
   # python3-setuptools/-dev: torch._inductor compiles the aoti backend's package (C++ extension).
+  # libonnxruntime-dev: the onnxruntime backends' worker (ort/); python3-onnx/-onnxruntime:
+  # the exporter writes the .onnx files and the tests cross-check ONNX Runtime from Python.
   if [[ $with_torch == 1 ]]; then
-    packages+=(python3-setuptools python3-dev)
+    packages+=(python3-setuptools python3-dev libonnxruntime-dev python3-onnx python3-onnxruntime)
   fi
 else
   packages+=(debootstrap)  # tools/debian13.sh makes the Debian 13 (LibTorch 2.6) root with it
