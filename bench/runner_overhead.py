@@ -8,8 +8,9 @@ Runs `DRIFTGATE run CONFIGS -o <tmp> -q` and times it; then does the same work b
 with Debian's torch (the same LibTorch 1.13 underneath): per experiment, load every
 backend (reference, targets, the float64 oracle) from the model file with the same
 settings (dtype or autocast, channels-last, freeze / optimize_for_inference /
-optimize_for_mobile, oneDNN flag, threads) and run `repeats` forwards per input (one for
-the oracle), timing only that. Prints both wall times and their ratio (driftgate / plain);
+optimize_for_mobile, oneDNN flag, threads) and run per input the forwards driftgate runs
+(runner/backend_run.cc): `repeats`, untimed warm-up up to `latency: warmup` in all, then
+`latency: runs` timed ones (one forward for the oracle), timing only that. Prints both wall times and their ratio (driftgate / plain);
 the ratio includes process start-up, input decoding, isolation, comparison and writing.
 Backends the runner skips (CUDA, float16 on the CPU, nnc_fused) are skipped here too.
 --tier1-only runs driftgate on copies of the configs (beside them, removed afterwards) with
@@ -93,7 +94,10 @@ def plain_work(config, trace=False):
     custom = experiment.get("backends", {})
     names = [experiment.get("reference", "cpu_fp32")] + experiment["targets"]
     specs = [backend(n, custom) for n in names]
-    repeats = [experiment.get("repeats", 2)] * len(specs)
+    # What driftgate's ForwardPlan runs per (backend, input): max(repeats, warmup) + runs.
+    latency = experiment.get("latency", {})
+    per_input = max(experiment.get("repeats", 2), 1, latency.get("warmup", 3)) + latency.get("runs", 10)
+    repeats = [per_input] * len(specs)
     if experiment.get("oracle", True):
         specs.append({"dtype": "float64"})
         repeats.append(1)
