@@ -42,6 +42,16 @@ std::vector<BackendSpec> make_builtin_backends() {
   spec = backend("aoti", "CPU float32, the model's AOTInductor package (aoti_package:); needs LibTorch >= 2.6");
   spec.graph = GraphMode::k_aoti;
   all.push_back(spec);
+  spec = backend("onnxruntime",
+                 "CPU float32, the model's ONNX file (onnx_model:) in ONNX Runtime, CPU provider, all optimizations");
+  spec.graph = GraphMode::k_onnxruntime;
+  all.push_back(spec);
+  spec =
+      backend("onnxruntime_dnnl",
+              "CPU float32, the model's ONNX file (onnx_model:) in ONNX Runtime, oneDNN provider, all optimizations");
+  spec.graph = GraphMode::k_onnxruntime;
+  spec.onnx_provider = OnnxProvider::k_dnnl;
+  all.push_back(spec);
   spec = backend("threads_2", "CPU float32 with 2 intra-op threads");
   spec.threads = 2;
   all.push_back(spec);

@@ -37,9 +37,18 @@ constexpr EnumName<MemoryFormat> k_formats[] = {{MemoryFormat::k_contiguous, "co
                                                 {MemoryFormat::k_channels_last, "channels_last"}};
 constexpr EnumName<Activations> k_activations[] = {
     {Activations::k_on_failure, "on_failure"}, {Activations::k_always, "always"}, {Activations::k_off, "off"}};
-constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},         {GraphMode::k_frozen, "frozen"},
-                                            {GraphMode::k_optimized, "optimized"}, {GraphMode::k_xnnpack, "xnnpack"},
-                                            {GraphMode::k_fused, "fused"},         {GraphMode::k_aoti, "aoti"}};
+constexpr EnumName<GraphMode> k_graphs[] = {{GraphMode::k_eager, "eager"},
+                                            {GraphMode::k_frozen, "frozen"},
+                                            {GraphMode::k_optimized, "optimized"},
+                                            {GraphMode::k_xnnpack, "xnnpack"},
+                                            {GraphMode::k_fused, "fused"},
+                                            {GraphMode::k_aoti, "aoti"},
+                                            {GraphMode::k_onnxruntime, "onnxruntime"}};
+constexpr EnumName<OnnxProvider> k_onnx_providers[] = {{OnnxProvider::k_cpu, "cpu"}, {OnnxProvider::k_dnnl, "dnnl"}};
+constexpr EnumName<OnnxOptimization> k_onnx_levels[] = {{OnnxOptimization::k_disable, "disable"},
+                                                        {OnnxOptimization::k_basic, "basic"},
+                                                        {OnnxOptimization::k_extended, "extended"},
+                                                        {OnnxOptimization::k_all, "all"}};
 constexpr EnumName<Distribution> k_distributions[] = {{Distribution::k_normal, "normal"},
                                                       {Distribution::k_uniform, "uniform"}};
 
@@ -223,15 +232,16 @@ class Reader {
 };
 
 const std::vector<std::string> k_experiment_keys = {
-    "name",    "model",  "inputs",    "reference",   "targets", "backends", "tolerance",   "tolerances",
-    "repeats", "oracle", "timeout_s", "activations", "task",    "latency",  "aoti_package"};
+    "name",    "model",  "inputs",    "reference",   "targets", "backends", "tolerance",    "tolerances",
+    "repeats", "oracle", "timeout_s", "activations", "task",    "latency",  "aoti_package", "onnx_model"};
 const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random", "tensor", "shape"};
 const std::vector<std::string> k_latency_keys = {"warmup", "runs"};
 const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",          "device",          "dtype",
                                                  "memory_format", "onednn",          "threads",
                                                  "graph",         "autocast",        "optimize_numerics",
-                                                 "tf32",          "float32_modules", "description"};
+                                                 "tf32",          "float32_modules", "provider",
+                                                 "optimization",  "description"};
 const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol", "k"};
 const std::vector<std::string> k_tolerance_override_keys = {"target", "output", "dtype", "rule", "atol", "rtol", "k"};
 
@@ -428,36 +438,76 @@ void check_float32_modules_fit(const Reader& reader, const std::string& name, co
   }
 }
 
-// A backend of graph mode aoti runs the experiment's package: the config must name one.
-void require_aoti_package(const Reader& reader, const YAML::Node& node, const Experiment& experiment,
-                          const BackendSpec& spec) {
+// A backend of graph mode aoti runs the experiment's package, one of graph onnxruntime its
+// ONNX file: the config must name it.
+void require_graph_file(const Reader& reader, const YAML::Node& node, const Experiment& experiment,
+                        const BackendSpec& spec) {
   if (spec.graph == GraphMode::k_aoti && experiment.aoti_package_path.empty()) {
     reader.fail(node.Mark(), "backend '" + spec.name +
                                  "' runs the model's AOTInductor package; name it beside the model with "
                                  "'aoti_package: PATH.pt2' (compiled from the same eager model, e.g. by "
                                  "torch._inductor.aoti_compile_and_package)");
   }
+  if (spec.graph == GraphMode::k_onnxruntime && experiment.onnx_model_path.empty()) {
+    reader.fail(node.Mark(), "backend '" + spec.name +
+                                 "' runs the model's ONNX export with ONNX Runtime; name it beside the model with "
+                                 "'onnx_model: PATH.onnx' (exported from the same eager model, e.g. by "
+                                 "tools/export_models.py's export_onnx)");
+  }
+}
+
+// The first setting of `spec` that converts a TorchScript model (device, dtype, memory
+// format, float32_modules), or "": none of them can apply to a compiled package or an ONNX file.
+std::string conversion_setting(const BackendSpec& spec) {
+  if (spec.device != Device::k_cpu) {
+    return "device " + std::string(to_string(spec.device));
+  }
+  if (spec.dtype != DType::k_float32 || spec.autocast) {
+    return std::string("dtype ") + to_string(spec.dtype) + (spec.autocast ? " (autocast)" : "");
+  }
+  if (spec.memory_format != MemoryFormat::k_contiguous) {
+    return std::string("memory_format ") + to_string(spec.memory_format);
+  }
+  return spec.float32_modules.empty() ? "" : "float32_modules";
 }
 
 // An AOTInductor package runs as it was compiled (float32, contiguous, CPU): the settings
 // that would convert the model cannot apply to it; threads and oneDNN can.
 void check_aoti_settings(const Reader& reader, const YAML::Node& node, const std::string& name,
                          const BackendSpec& spec) {
-  std::string problem;
-  if (spec.device != Device::k_cpu) {
-    problem = "device " + std::string(to_string(spec.device));
-  } else if (spec.dtype != DType::k_float32 || spec.autocast) {
-    problem = std::string("dtype ") + to_string(spec.dtype) + (spec.autocast ? " (autocast)" : "");
-  } else if (spec.memory_format != MemoryFormat::k_contiguous) {
-    problem = std::string("memory_format ") + to_string(spec.memory_format);
-  } else if (!spec.float32_modules.empty()) {
-    problem = "float32_modules";
-  }
-  if (!problem.empty()) {
+  if (const std::string problem = conversion_setting(spec); !problem.empty()) {
     reader.fail(node.Mark(), "backend '" + name +
                                  "': graph aoti runs the AOTInductor package as it was compiled "
                                  "(CPU, float32, contiguous), so " +
                                  problem + " cannot apply; compile another package for it, or use another graph mode");
+  }
+}
+
+// ONNX Runtime runs the ONNX file as exported (float32, CPU) with its own kernels: LibTorch's
+// settings cannot apply to it; threads, provider and optimization can. `provider:` and
+// `optimization:` belong to it alone.
+void check_onnx_settings(const Reader& reader, const YAML::Node& node, const std::string& name,
+                         const BackendSpec& spec) {
+  if (spec.graph != GraphMode::k_onnxruntime) {
+    for (const char* key : {"provider", "optimization"}) {
+      if (node[key]) {
+        reader.fail(node[key].Mark(), "backend '" + name + "': " + key +
+                                          " is an ONNX Runtime setting; it needs graph onnxruntime (e.g. base: "
+                                          "onnxruntime)");
+      }
+    }
+    return;
+  }
+  std::string problem = conversion_setting(spec);
+  if (problem.empty() && node["onednn"]) {
+    problem = "onednn (LibTorch's flag; ONNX Runtime's oneDNN is provider: dnnl)";
+  } else if (problem.empty() && (node["optimize_numerics"] || node["tf32"])) {
+    problem = node["tf32"] ? "tf32" : "optimize_numerics";
+  }
+  if (!problem.empty()) {
+    reader.fail(node.Mark(), "backend '" + name +
+                                 "': graph onnxruntime runs the ONNX file with ONNX Runtime (CPU, float32), so " +
+                                 problem + " cannot apply; its settings are provider, optimization and threads");
   }
 }
 
@@ -520,9 +570,16 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
   if (const YAML::Node modules = node["float32_modules"]) {
     spec.float32_modules = parse_float32_modules(reader, name, modules);
   }
+  if (node["provider"]) {
+    spec.onnx_provider = reader.choice(node["provider"], "provider", k_onnx_providers);
+  }
+  if (node["optimization"]) {
+    spec.onnx_optimization = reader.choice(node["optimization"], "optimization", k_onnx_levels);
+  }
   if (spec.graph == GraphMode::k_aoti) {
     check_aoti_settings(reader, node, name, spec);
   }
+  check_onnx_settings(reader, node, name, spec);
   if (!spec.float32_modules.empty()) {
     // Checked on the final settings: a base backend may bring the list, this one the dtype.
     check_float32_modules_fit(reader, name, spec, node["float32_modules"] ? node["float32_modules"] : node);
@@ -709,6 +766,9 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
   if (const YAML::Node package = root["aoti_package"]) {
     experiment.aoti_package_path = resolve_path(base_dir, reader.scalar(package, "aoti_package"));
   }
+  if (const YAML::Node onnx = root["onnx_model"]) {
+    experiment.onnx_model_path = resolve_path(base_dir, reader.scalar(onnx, "onnx_model"));
+  }
 
   const YAML::Node inputs = reader.sequence(reader.required(root, "inputs", "the experiment"), "inputs", 1);
   std::set<std::string> input_names;
@@ -755,10 +815,10 @@ Experiment parse_document(const Reader& reader, const YAML::Node& root) {
       reader.fail(node.Mark(), "duplicate target '" + target.name + "'");
     }
     experiment.targets.push_back(target);
-    require_aoti_package(reader, node, experiment, target);
+    require_graph_file(reader, node, experiment, target);
   }
   if (root["reference"]) {
-    require_aoti_package(reader, root["reference"], experiment, experiment.reference);
+    require_graph_file(reader, root["reference"], experiment, experiment.reference);
   }
 
   experiment.tolerance_per_dtype = true;
@@ -816,6 +876,8 @@ const char* to_string(Device device) { return enum_name(k_devices, device); }
 const char* to_string(DType dtype) { return enum_name(k_dtypes, dtype); }
 const char* to_string(MemoryFormat format) { return enum_name(k_formats, format); }
 const char* to_string(GraphMode mode) { return enum_name(k_graphs, mode); }
+const char* to_string(OnnxProvider provider) { return enum_name(k_onnx_providers, provider); }
+const char* to_string(OnnxOptimization level) { return enum_name(k_onnx_levels, level); }
 const char* to_string(Activations activations) { return enum_name(k_activations, activations); }
 
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path) {

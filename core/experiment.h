@@ -37,18 +37,27 @@ enum class Activations { k_on_failure, k_always, k_off };
 const char* to_string(Activations activations);
 
 enum class GraphMode {
-  k_eager,      // the module as loaded
-  k_frozen,     // torch::jit::freeze (inlines attributes, folds conv-bn)
-  k_optimized,  // torch::jit::optimize_for_inference (freeze + oneDNN layout rewrites)
-  k_xnnpack,    // torch::jit::optimizeForMobile (freeze, conv-bn folding, XNNPACK prepacked ops)
-  k_fused,      // the NNC (TensorExpr) fuser; needs LibTorch built with LLVM, else skipped
-  k_aoti,       // the experiment's AOTInductor package (aoti_package:), not the TorchScript file;
-                // LibTorch >= 2.6, else skipped. Float32, contiguous, CPU: as compiled
+  k_eager,        // the module as loaded
+  k_frozen,       // torch::jit::freeze (inlines attributes, folds conv-bn)
+  k_optimized,    // torch::jit::optimize_for_inference (freeze + oneDNN layout rewrites)
+  k_xnnpack,      // torch::jit::optimizeForMobile (freeze, conv-bn folding, XNNPACK prepacked ops)
+  k_fused,        // the NNC (TensorExpr) fuser; needs LibTorch built with LLVM, else skipped
+  k_aoti,         // the experiment's AOTInductor package (aoti_package:), not the TorchScript file;
+                  // LibTorch >= 2.6, else skipped. Float32, contiguous, CPU: as compiled
+  k_onnxruntime,  // the experiment's ONNX file (onnx_model:) run by ONNX Runtime in its own process
+                  // (driftgate-ort); skipped where the build has no ONNX Runtime. Float32, CPU
 };
+
+// ONNX Runtime's settings for a backend of graph onnxruntime.
+enum class OnnxProvider { k_cpu, k_dnnl };  // its CPU execution provider or the oneDNN one
+// Its graph optimization levels (ORT_DISABLE_ALL .. ORT_ENABLE_ALL): each fuses differently.
+enum class OnnxOptimization { k_disable, k_basic, k_extended, k_all };
 
 const char* to_string(Device device);
 const char* to_string(DType dtype);
 const char* to_string(MemoryFormat format);
+const char* to_string(OnnxProvider provider);
+const char* to_string(OnnxOptimization level);
 const char* to_string(GraphMode mode);
 
 // A named, fully explicit set of runtime settings. Every backend loads its own
@@ -74,12 +83,15 @@ struct BackendSpec {
   // their float32 parameters and run in float32, their inputs cast to float32 and their
   // floating-point outputs back to `dtype`. Empty: the whole model in `dtype`.
   std::vector<std::string> float32_modules;
+  // Graph onnxruntime only (`provider:`, `optimization:`); threads are its intra-op threads.
+  OnnxProvider onnx_provider = OnnxProvider::k_cpu;
+  OnnxOptimization onnx_optimization = OnnxOptimization::k_all;
   std::string description;  // one line for --help and reports
 };
 
 // The backends every experiment may name without defining them:
 // cpu_fp32 (the usual reference), onednn_off, channels_last, frozen, frozen_exact,
-// optimized, xnnpack, nnc_fused, aoti, threads_2, threads_4, cpu_fp64, cpu_bf16,
+// optimized, xnnpack, nnc_fused, aoti, onnxruntime, onnxruntime_dnnl, threads_2, threads_4, cpu_fp64, cpu_bf16,
 // cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16.
 const std::vector<BackendSpec>& builtin_backends();
 
@@ -126,6 +138,10 @@ struct Experiment {
   // graph mode aoti; resolved like model_path, empty when not given. Not required to exist
   // when the config is read: only LibTorch >= 2.6 runs it (the runner checks it at load).
   std::string aoti_package_path;
+  // The same model exported to ONNX (`onnx_model:`), for backends of graph onnxruntime;
+  // resolved like model_path, empty when not given, checked by the runner at load (only a
+  // build with ONNX Runtime runs it).
+  std::string onnx_model_path;
   std::vector<InputSpec> inputs;
   BackendSpec reference;
   std::vector<BackendSpec> targets;

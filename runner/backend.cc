@@ -185,6 +185,10 @@ std::string backend_skip_reason(const BackendSpec& spec) {
     return std::string("AOTInductor packages need LibTorch 2.6 or newer; this is LibTorch ") + TORCH_VERSION +
            " (Debian 13's 2.6 runs them: bash tools/debian13.sh ...)";
   }
+  if (spec.graph == GraphMode::k_onnxruntime && !onnx_worker_built()) {
+    return "this driftgate was built without ONNX Runtime (its C++ API, libonnxruntime-dev, is in Debian 13, "
+           "not Debian 12): bash tools/debian13.sh tools/build.sh builds one that runs it";
+  }
   if (spec.graph == GraphMode::k_fused && !has_llvm_codegen()) {
     return "the NNC (TensorExpr) fuser is unavailable: this LibTorch build has no LLVM code generator "
            "(\"llvm_codegen\" is not registered), and NNC's interpreter fallback takes seconds to minutes "
@@ -513,6 +517,10 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
     instance.load_package();
     return instance;
   }
+  if (spec.graph == GraphMode::k_onnxruntime) {
+    instance.start_onnx_worker();
+    return instance;
+  }
   instance.m_module = load_model_file(source, device_of(spec.device));
   if (std::string problem = forward_signature_problem(instance.m_module); !problem.empty()) {
     throw ModelFileError(source.config_path + ": model '" + source.model_path + "': " + problem);
@@ -545,6 +553,26 @@ void BackendInstance::load_package() {
   }
   try {
     m_package = std::make_unique<AotiPackage>(path);
+  } catch (const std::exception& e) {
+    throw ModelFileError(where + e.what());
+  }
+}
+
+void BackendInstance::start_onnx_worker() {
+  const std::string& path = m_source.onnx_model_path;
+  const std::string where = m_source.config_path + ": backend '" + m_spec.name + "': ";
+  if (path.empty() || !std::filesystem::is_regular_file(path)) {
+    throw ModelFileError(where + "ONNX file '" + path +
+                         "' not found; export it from the same eager model as the TorchScript file "
+                         "(torch.onnx.export; tools/export_models.py's export_onnx also writes the output "
+                         "structure), e.g. bash tools/debian13.sh tools/prepare-demo.sh for the demo's");
+  }
+  OnnxSettings settings;
+  settings.provider = to_string(m_spec.onnx_provider);
+  settings.optimization = to_string(m_spec.onnx_optimization);
+  settings.threads = m_threads;
+  try {
+    m_onnx = std::make_unique<OnnxWorker>(path, settings);
   } catch (const std::exception& e) {
     throw ModelFileError(where + e.what());
   }
@@ -841,6 +869,9 @@ c10::IValue BackendInstance::forward(const at::Tensor& input) {
       at::NoGradGuard no_grad;
       return m_package->run(prepared);
     }
+    if (m_onnx) {
+      return m_onnx->run(prepared);  // in the worker, with the backend's own threads
+    }
     AutocastGuard autocast(m_spec.autocast, scalar_type(m_spec.dtype));
     FuserGuard fuser(m_spec.graph == GraphMode::k_fused);
     at::NoGradGuard no_grad;
@@ -873,7 +904,7 @@ std::vector<const void*> BackendInstance::storage_pointers() const {
   std::vector<const void*> pointers;
   // A package holds its own weights, read from the .pt2 by its loader (LibTorch 2.6's has
   // no call that lists them); nothing of a TorchScript module can reach them.
-  if (skipped() || m_package) {
+  if (skipped() || m_package || m_onnx) {
     return pointers;
   }
   for (const auto& attribute : m_module.named_attributes(/*recurse=*/true)) {

@@ -26,22 +26,26 @@
 #include "core/error.h"
 #include "core/experiment.h"
 #include "runner/aoti_package.h"
+#include "runner/onnx_worker.h"
 
 namespace driftgate {
 
 // Where an instance comes from: for loading and for error messages.
 struct BackendSource {
   BackendSource() = default;
-  BackendSource(std::string config, std::string model, int threads, std::string aoti_package = "")
+  BackendSource(std::string config, std::string model, int threads, std::string aoti_package = "",
+                std::string onnx_model = "")
       : config_path(std::move(config)),
         model_path(std::move(model)),
         default_threads(threads),
-        aoti_package_path(std::move(aoti_package)) {}
+        aoti_package_path(std::move(aoti_package)),
+        onnx_model_path(std::move(onnx_model)) {}
 
   std::string config_path;        // the experiment's config, first in every message
   std::string model_path;         // the TorchScript file to load
   int default_threads = 1;        // used when the spec's threads is 0
   std::string aoti_package_path;  // the experiment's aoti_package: for backends of graph aoti
+  std::string onnx_model_path;    // the experiment's onnx_model: for backends of graph onnxruntime
 };
 
 // The model file itself cannot be used: LibTorch's loader refuses it (a corrupt
@@ -104,9 +108,9 @@ class BackendInstance {
   std::vector<const void*> storage_pointers() const;
 
   // The prepared module (for tests and for inspecting the graph). An aoti backend has none:
-  // it runs its package (is_package()).
+  // it runs its package; an onnxruntime backend neither: it runs the ONNX file (is_package()).
   const torch::jit::Module& module() const { return m_module; }
-  bool is_package() const { return m_package != nullptr; }
+  bool is_package() const { return m_package != nullptr || m_onnx != nullptr; }
 
  private:
   BackendInstance(BackendSpec spec, BackendSource source);
@@ -116,6 +120,7 @@ class BackendInstance {
   void apply_channels_last();
   void apply_graph_mode();
   void load_package();
+  void start_onnx_worker();
 
   BackendSpec m_spec;
   BackendSource m_source;
@@ -124,6 +129,8 @@ class BackendInstance {
   torch::jit::Module m_module;
   // Graph mode aoti: the AOTInductor package, run instead of a module.
   std::unique_ptr<AotiPackage> m_package;
+  // Graph mode onnxruntime: the ONNX file in its ONNX Runtime worker, run instead of a module.
+  std::unique_ptr<OnnxWorker> m_onnx;
 };
 
 // The file name in the source range of the aten::to casts that `float32_modules` inserts

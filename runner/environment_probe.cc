@@ -14,6 +14,7 @@
 
 #include "core/record.h"
 #include "runner/blas_threads.h"
+#include "runner/onnx_worker.h"
 
 namespace driftgate {
 namespace {
@@ -193,6 +194,11 @@ Environment probe_environment(int threads) {
   // driftgate links LibTorch's CPU library only; a CUDA build would add the GPU
   // model, driver and CUDA version here.
   environment.keyed["device"] = "cpu";
+  // Keyed only where the onnxruntime backends can run, so the keys of builds without ONNX
+  // Runtime (Debian 12's) stay what they were.
+  if (onnx_worker_built()) {
+    environment.keyed["onnxruntime"] = onnx_runtime_version();
+  }
 
   environment.info["cpu_model"] = cpuinfo_field("model name");
   // The distribution the LibTorch line comes from (Debian 12: 1.13, Debian 13: 2.6, the root

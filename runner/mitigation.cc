@@ -646,6 +646,8 @@ const char* to_string(Fallback fallback) {
       return "eager";
     case Fallback::k_stable_nms:
       return "stable_nms";
+    case Fallback::k_ort_basic:
+      return "ort_basic";
   }
   return "unknown";
 }
@@ -655,7 +657,7 @@ std::vector<Fallback> applicable_fallbacks(const BackendSpec& target, bool nativ
   if (target.dtype != DType::k_float32 || target.autocast) {
     fallbacks.push_back(Fallback::k_fp32);
   }
-  if (target.onednn) {
+  if (target.onednn && target.graph != GraphMode::k_onnxruntime) {  // LibTorch's flag: ONNX Runtime ignores it
     fallbacks.push_back(Fallback::k_onednn_off);
   }
   if (target.memory_format == MemoryFormat::k_channels_last) {
@@ -663,6 +665,9 @@ std::vector<Fallback> applicable_fallbacks(const BackendSpec& target, bool nativ
   }
   if (target.graph != GraphMode::k_eager) {
     fallbacks.push_back(Fallback::k_eager);
+  }
+  if (target.graph == GraphMode::k_onnxruntime && target.onnx_optimization > OnnxOptimization::k_basic) {
+    fallbacks.push_back(Fallback::k_ort_basic);
   }
   if (native_nms_failed) {
     fallbacks.push_back(Fallback::k_stable_nms);
@@ -718,6 +723,9 @@ BackendSpec apply_fallbacks(const BackendSpec& target, const std::vector<Fallbac
       case Fallback::k_eager:
         spec.graph = GraphMode::k_eager;
         break;
+      case Fallback::k_ort_basic:
+        spec.onnx_optimization = OnnxOptimization::k_basic;
+        break;
       case Fallback::k_stable_nms:
         break;  // changes how the task is judged, not the backend
     }
@@ -733,7 +741,9 @@ bool reference_equivalent(const BackendSpec& variant, const BackendSpec& referen
          variant.autocast == reference.autocast && variant.memory_format == reference.memory_format &&
          variant.onednn == reference.onednn && threads(variant) == threads(reference) &&
          variant.graph == reference.graph && variant.optimize_numerics == reference.optimize_numerics &&
-         variant.tf32 == reference.tf32 && variant.float32_modules == reference.float32_modules;
+         variant.tf32 == reference.tf32 && variant.float32_modules == reference.float32_modules &&
+         (variant.graph != GraphMode::k_onnxruntime || (variant.onnx_provider == reference.onnx_provider &&
+                                                        variant.onnx_optimization == reference.onnx_optimization));
 }
 
 std::optional<std::vector<std::string>> search_layers(

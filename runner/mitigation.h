@@ -38,15 +38,16 @@
 
 namespace driftgate {
 
-enum class Fallback { k_fp32, k_onednn_off, k_contiguous, k_eager, k_stable_nms };
+enum class Fallback { k_fp32, k_onednn_off, k_contiguous, k_eager, k_stable_nms, k_ort_basic };
 
-// "fp32", "onednn_off", "contiguous", "eager", "stable_nms".
+// "fp32", "onednn_off", "contiguous", "eager", "stable_nms", "ort_basic".
 const char* to_string(Fallback fallback);
 
 // The fallbacks that change something for `target`: fp32 for another dtype or
-// autocast, onednn_off where oneDNN is on, contiguous for channels-last, eager for a
-// rewritten graph, stable_nms where `native_nms_failed` (a detection task's native
-// NMS check failed).
+// autocast, onednn_off where LibTorch's oneDNN is on, contiguous for channels-last, eager
+// for a rewritten graph (for an ONNX Runtime target: the TorchScript model itself),
+// ort_basic for ONNX Runtime above its basic optimization level (no fusions), stable_nms
+// where `native_nms_failed` (a detection task's native NMS check failed).
 std::vector<Fallback> applicable_fallbacks(const BackendSpec& target, bool native_nms_failed);
 
 // Every subset of `fallbacks` with 1..max_size members: by size, then in the order given.

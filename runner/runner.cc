@@ -76,7 +76,8 @@ class ExperimentRun {
       : m_progress(progress),
         m_experiment(experiment),
         m_inputs(inputs),
-        m_source{experiment.config_path, experiment.model_path, options.threads, experiment.aoti_package_path},
+        m_source{experiment.config_path, experiment.model_path, options.threads, experiment.aoti_package_path,
+                 experiment.onnx_model_path},
         m_backend_options{ForwardPlan{experiment.repeats, experiment.latency_warmup, experiment.latency_runs},
                           experiment.timeout_s, options.isolate},
         m_log(log),
@@ -673,8 +674,9 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       MitigationOptions mitigation;
       mitigation.run_threads = options.threads;
       mitigation.list_layers = [&](const Experiment& experiment, const BackendSpec& target) {
-        return float32_module_candidates(target, BackendSource{experiment.config_path, experiment.model_path,
-                                                               options.threads, experiment.aoti_package_path});
+        return float32_module_candidates(target,
+                                         BackendSource{experiment.config_path, experiment.model_path, options.threads,
+                                                       experiment.aoti_package_path, experiment.onnx_model_path});
       };
       mitigate_failures(slice[e], records, run_variant, mitigation, log);
     }

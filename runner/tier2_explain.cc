@@ -44,9 +44,10 @@ Localization explain_check(const Experiment& experiment, const std::string& inpu
   if (!options.target_model.empty() && !std::filesystem::is_regular_file(options.target_model)) {
     throw Error("--target-model '" + options.target_model + "': no such file");
   }
-  LocalizeRequest request = localize_request_for(
-      experiment, target_spec,
-      BackendSource{experiment.config_path, experiment.model_path, options.threads, experiment.aoti_package_path});
+  LocalizeRequest request =
+      localize_request_for(experiment, target_spec,
+                           BackendSource{experiment.config_path, experiment.model_path, options.threads,
+                                         experiment.aoti_package_path, experiment.onnx_model_path});
   request.target_model_path = options.target_model;
   request.options.budget_bytes = options.budget_bytes;
   at::Tensor tensor;

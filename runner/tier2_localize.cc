@@ -365,7 +365,7 @@ int localize_child(int fd, const LocalizeRequest& request, const at::Tensor& inp
 // arguments of each generated kernel, named by kernel, not the values of the model's modules,
 // so no layer of the TorchScript graph has a counterpart there: every one is not observable,
 // and the localization says so rather than guess.
-Localization package_outputs_only(const BackendInstance& module_side) {
+Localization package_outputs_only(const BackendInstance& module_side, GraphMode package_graph) {
   Localization result;
   result.alignment = "package_outputs";
   const CaptureGraph graph(module_side.module());
@@ -378,8 +378,11 @@ Localization package_outputs_only(const BackendInstance& module_side) {
   result.layers = static_cast<int64_t>(result.profile.size());
   result.not_observable = result.layers;
   result.note =
-      "an AOTInductor package exposes its outputs only (tier 1 compares them); its kernels fuse across "
-      "modules, so no layer of the TorchScript graph can be observed in it";
+      package_graph == GraphMode::k_onnxruntime
+          ? "an ONNX Runtime session exposes the ONNX file's outputs only (tier 1 compares them); driftgate does "
+            "not mark its intermediate values as outputs yet, so no layer of the TorchScript graph is observed in it"
+          : "an AOTInductor package exposes its outputs only (tier 1 compares them); its kernels fuse across "
+            "modules, so no layer of the TorchScript graph can be observed in it";
   result.peak_rss_kib = peak_rss_kib();
   return result;
 }
@@ -395,7 +398,8 @@ int64_t peak_rss_kib() {
 Localization localize(BackendInstance& reference, BackendInstance* oracle, BackendInstance& target,
                       const at::Tensor& input, const LocalizeOptions& options) {
   if (target.is_package() || reference.is_package()) {
-    return package_outputs_only(reference.is_package() ? target : reference);
+    const BackendInstance& package_side = reference.is_package() ? reference : target;
+    return package_outputs_only(reference.is_package() ? target : reference, package_side.spec().graph);
   }
   return Localizer(reference, oracle, target, input, options).run();
 }

@@ -352,6 +352,30 @@ TEST_F(ExperimentTest, RuleWithoutValuesKeepsPerDtypeDefaults) {
   EXPECT_FALSE(parse(head + "oracle: false\n").oracle);
 }
 
+TEST_F(ExperimentTest, OnnxRuntimeBackendsTakeProviderOptimizationAndThreads) {
+  const Experiment experiment = parse(R"(name: ort
+model: m.pt
+onnx_model: m.onnx
+inputs: [{name: r, random: {shape: [1, 3, 8, 8]}}]
+targets: [onnxruntime, onnxruntime_dnnl, ort_basic, ort_dnnl_off]
+backends:
+  ort_basic: {base: onnxruntime, optimization: basic, threads: 2}
+  ort_dnnl_off: {graph: onnxruntime, provider: dnnl, optimization: disable}
+)");
+  EXPECT_EQ(experiment.onnx_model_path, (m_dir / "m.onnx").string());
+  ASSERT_EQ(experiment.targets.size(), 4u);
+  const auto settings = [](const BackendSpec& spec) {
+    return std::string(to_string(spec.graph)) + " " + to_string(spec.onnx_provider) + " " +
+           to_string(spec.onnx_optimization) + " " + std::to_string(spec.threads);
+  };
+  EXPECT_EQ(settings(experiment.targets[0]), "onnxruntime cpu all 0");
+  EXPECT_EQ(settings(experiment.targets[1]), "onnxruntime dnnl all 0");
+  EXPECT_EQ(settings(experiment.targets[2]), "onnxruntime cpu basic 2");
+  EXPECT_EQ(settings(experiment.targets[3]), "onnxruntime dnnl disable 0");
+  // The ONNX file is the runner's to check (only a build with ONNX Runtime reads it).
+  EXPECT_FALSE(fs::exists(m_dir / "m.onnx"));
+}
+
 struct BadConfig {
   const char* text;
   const char* message;
@@ -363,7 +387,7 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerence: {atol: 1}\n",
      "DIR/x.yaml:5:1: unknown key 'tolerence' in the experiment; did you mean 'tolerance'? (allowed: name, model, "
      "inputs, reference, targets, backends, tolerance, tolerances, repeats, oracle, timeout_s, activations, task, "
-     "latency, aoti_package)"},
+     "latency, aoti_package, onnx_model)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntimeout_s: 0\n",
      "DIR/x.yaml:5:12: timeout_s must be more than 0 and at most 86400 (a day), got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\ntolerance: {rule: "
@@ -382,7 +406,7 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [onednn_of]\n",
      "DIR/x.yaml:4:11: unknown backend 'onednn_of'; did you mean 'onednn_off'? (define it under 'backends:' or use "
      "one of: cpu_fp32, onednn_off, channels_last, frozen, frozen_exact, optimized, xnnpack, nnc_fused, aoti, "
-     "threads_2, "
+     "onnxruntime, onnxruntime_dnnl, threads_2, "
      "threads_4, cpu_fp64, cpu_bf16, cpu_bf16_autocast, cpu_fp16, cuda_fp32, cuda_tf32, cuda_fp16, cuda_bf16)"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [amp]\nbackends:\n  amp: {autocast: "
      "true, dtype: float16}\n",

@@ -608,6 +608,30 @@ TEST(Mitigation, ReferenceEquivalenceComparesEverythingThatChangesComputation) {
       apply_fallbacks(spec("cpu_bf16", DType::k_bfloat16), {Fallback::k_fp32, Fallback::k_stable_nms}), reference, 1));
 }
 
+TEST(Mitigation, OnnxRuntimeTargetsFallBackToBasicOptimizationOrTheTorchScriptModel) {
+  BackendSpec ort = spec("onnxruntime", DType::k_float32);
+  ort.graph = GraphMode::k_onnxruntime;
+  // LibTorch's oneDNN flag means nothing to ONNX Runtime: no onednn_off variant.
+  EXPECT_EQ(applicable_fallbacks(ort, false), (std::vector<Fallback>{Fallback::k_eager, Fallback::k_ort_basic}));
+  for (OnnxOptimization level : {OnnxOptimization::k_disable, OnnxOptimization::k_basic}) {
+    ort.onnx_optimization = level;
+    EXPECT_EQ(applicable_fallbacks(ort, false), std::vector<Fallback>{Fallback::k_eager}) << to_string(level);
+  }
+  ort.onnx_optimization = OnnxOptimization::k_extended;
+  ort.onnx_provider = OnnxProvider::k_dnnl;
+  const BackendSpec basic = apply_fallbacks(ort, {Fallback::k_ort_basic});
+  EXPECT_EQ(basic.onnx_optimization, OnnxOptimization::k_basic);
+  EXPECT_EQ(basic.onnx_provider, OnnxProvider::k_dnnl);
+  EXPECT_EQ(basic.graph, GraphMode::k_onnxruntime);
+  EXPECT_EQ(basic.name, "onnxruntime+ort_basic");
+  // Two ONNX Runtime backends differ by provider or level; eager is the TorchScript model.
+  EXPECT_FALSE(reference_equivalent(basic, ort, 1));
+  BackendSpec other_provider = basic;
+  other_provider.onnx_provider = OnnxProvider::k_cpu;
+  EXPECT_FALSE(reference_equivalent(other_provider, basic, 1));
+  EXPECT_TRUE(reference_equivalent(apply_fallbacks(ort, {Fallback::k_eager}), spec("cpu_fp32", DType::k_float32), 1));
+}
+
 TEST(Mitigation, TerminalLinesShowEveryChoiceAgainstTargetAndReference) {
   Mitigation mitigation;
   mitigation.target_ms = 4.0;

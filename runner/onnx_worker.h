@@ -1,0 +1,65 @@
+// The onnxruntime backends' model: an ONNX file run by ONNX Runtime in driftgate-ort, a worker
+// process that never loads LibTorch (ort/worker.cc says why and defines the protocol). One
+// worker per backend instance, started when the backend loads and ended with it; its flat
+// outputs are put back into the TorchScript model's output tree by the file's
+// driftgate_out_spec metadata (a torch.utils._pytree TreeSpec, as the exporter writes it).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace driftgate {
+
+struct OnnxSettings {
+  std::string provider = "cpu";      // cpu | dnnl: ONNX Runtime's execution provider
+  std::string optimization = "all";  // disable | basic | extended | all: its graph optimization level
+  int threads = 1;                   // intra-op threads
+};
+
+// Whether this build has the worker (ONNX Runtime's C++ API was found at configure time).
+bool onnx_worker_built();
+
+// Where the worker is: $DRIFTGATE_ORT_WORKER, else driftgate-ort beside the running driftgate.
+std::string onnx_worker_path();
+
+// ONNX Runtime's version as the worker reports it (`driftgate-ort --version`), or a line
+// saying why it could not be asked. For the environment key of builds that have the worker.
+std::string onnx_runtime_version();
+
+class OnnxWorker {
+ public:
+  // Starts the worker on `model`. Throws driftgate::Error with ONNX Runtime's refusal (a file
+  // it cannot load, a provider it lacks), or when the file has several outputs and no
+  // driftgate_out_spec, or a spec whose leaves do not match its outputs.
+  OnnxWorker(const std::string& model, const OnnxSettings& settings);
+  ~OnnxWorker();  // closes the pipes, kills and reaps the worker
+  OnnxWorker(const OnnxWorker&) = delete;
+  OnnxWorker& operator=(const OnnxWorker&) = delete;
+
+  // One forward: `input` (float32) in, the output tree out. Throws driftgate::Error with
+  // ONNX Runtime's message (a shape the model does not take) or when the worker is gone.
+  c10::IValue run(const at::Tensor& input);
+
+  const std::string& ort_version() const { return m_version; }
+  const std::vector<int64_t>& input_shape() const { return m_input_shape; }  // -1: any extent
+
+ private:
+  std::string read_line();
+  void read_bytes(void* data, size_t size);
+  void write_bytes(const void* data, size_t size);
+
+  std::string m_model;
+  pid_t m_pid = -1;
+  int m_to = -1;    // the worker's stdin
+  int m_from = -1;  // the worker's stdout
+  std::string m_version;
+  std::vector<int64_t> m_input_shape;
+  size_t m_outputs = 0;
+  std::string m_out_spec;  // empty: one output, a plain tensor
+};
+
+}  // namespace driftgate
