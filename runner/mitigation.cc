@@ -689,7 +689,11 @@ std::vector<std::vector<Fallback>> fallback_sets(const std::vector<Fallback>& fa
       for (size_t i : index) {
         set.push_back(fallbacks[i]);
       }
-      sets.push_back(std::move(set));
+      // eager runs the TorchScript model instead of the ONNX file: ort_basic beside it would
+      // change nothing, and a set that repeats a smaller one only muddles the choice.
+      if (!(contains(set, Fallback::k_eager) && contains(set, Fallback::k_ort_basic))) {
+        sets.push_back(std::move(set));
+      }
       size_t position = size;
       while (position > 0 && index[position - 1] == n - size + position - 1) {
         --position;

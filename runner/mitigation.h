@@ -50,7 +50,8 @@ const char* to_string(Fallback fallback);
 // where `native_nms_failed` (a detection task's native NMS check failed).
 std::vector<Fallback> applicable_fallbacks(const BackendSpec& target, bool native_nms_failed);
 
-// Every subset of `fallbacks` with 1..max_size members: by size, then in the order given.
+// Every subset of `fallbacks` with 1..max_size members: by size, then in the order given;
+// none with both eager and ort_basic (eager leaves no ONNX Runtime for ort_basic to change).
 std::vector<std::vector<Fallback>> fallback_sets(const std::vector<Fallback>& fallbacks, size_t max_size);
 
 // `target` with the backend fallbacks of `set` applied, named "<target>+fp32+onednn_off".

@@ -9,7 +9,8 @@
 #      is built on the spot, as the CI gate's on-missing-baseline: run-base does: the committed
 #      baseline's commit is run in a git worktree on this machine (the suite runs twice then).
 #   3. where Debian 13's LibTorch 2.6 is built too (tools/debian13.sh tools/build.sh and
-#      tools/prepare-demo.sh there), what upgrading to it changes (tools/demo-upgrade.sh).
+#      tools/prepare-demo.sh there), what upgrading to it changes (tools/demo-upgrade.sh), and
+#      the deployment question on ONNX Runtime (examples/onnxruntime_resnet18.yaml).
 # Results land in out/ (demo-gate/, run.jsonl, summary.md, report.json, base-run.jsonl, upgrade/).
 # Exit code: 0 when the story ran as it should and the suite's gate passed; 1 when the story
 # went otherwise or the suite regressed; 2 on an error.
@@ -36,5 +37,19 @@ if [[ ${DRIFTGATE_LIBTORCH_LINE:-} != debian13 && -x build-lt26/app/driftgate &&
   echo
   echo "== the upgrade gate: LibTorch 1.13 -> 2.6 on the demo's models (tools/demo-upgrade.sh)"
   tools/demo-upgrade.sh || [[ $? -eq 1 ]]
+fi
+
+# 4. Where a build has ONNX Runtime (driftgate-ort beside driftgate: Debian 13's), PyTorch against
+#    its ONNX export run by ONNX Runtime at each optimization level; informative too.
+ort_run=()
+if [[ -x build/app/driftgate-ort && -f models/resnet18.onnx ]]; then
+  ort_run=("$driftgate")
+elif [[ ${DRIFTGATE_LIBTORCH_LINE:-} != debian13 && -x build-lt26/app/driftgate-ort && -f models-lt26/resnet18.onnx ]]; then
+  ort_run=(bash tools/debian13.sh build/app/driftgate)  # build/ and models/ there are build-lt26/ and models-lt26/ here
+fi
+if [[ ${#ort_run[@]} -gt 0 ]]; then
+  echo
+  echo "== ONNX Runtime: resnet18's ONNX export against the TorchScript model (examples/onnxruntime_resnet18.yaml)"
+  "${ort_run[@]}" run examples/onnxruntime_resnet18.yaml -o out/onnxruntime.jsonl || [[ $? -eq 1 ]]
 fi
 exit "$suite"

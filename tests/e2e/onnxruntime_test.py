@@ -22,6 +22,7 @@ error (exit 2, nothing written) in both.
 Usage: onnxruntime_test.py [DRIFTGATE]   (default: $DRIFTGATE, else driftgate on PATH)
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -270,6 +271,31 @@ def main():
             # target ran the TorchScript model, or the comparison saw one side twice.
             check(case_max > 0.0, f"{name} {target}: ONNX Runtime differs from TorchScript somewhere "
                   f"(max over outputs {case_max!r})")
+        # --mitigate on a failing ONNX Runtime target (resnet18 at level all, a tolerance nothing
+        # passes): it tries ort_basic (the same provider at level basic) and eager (the TorchScript
+        # model itself), never onednn_off (LibTorch's flag); the ort_basic variant's difference is
+        # what onnxruntime in Python computes at level basic, and eager is the reference exactly.
+        tight = write_config(work, "mitigate", 64, "resnet18.onnx", model="resnet18", targets=["onnxruntime"])
+        with open(tight) as f:
+            text = f.read().replace(f"atol: {TOLERANCE}, rtol: {TOLERANCE}", "atol: 1.0e-9, rtol: 0.0")
+        with open(tight, "w") as f:
+            f.write(text)
+        result = subprocess.run([driftgate, "run", tight, "-o", os.path.join(work, "mitigate.jsonl"), "--mitigate"],
+                                capture_output=True, text=True)
+        lines = result.stderr + result.stdout
+        variants = sorted(set(re.findall(r"cpu_fp32~onnxruntime\+([a-z_+]+):", lines)))
+        check(result.returncode == 1 and variants == ["eager", "ort_basic"],
+              f"--mitigate on onnxruntime: exit 1, variants eager and ort_basic, got exit {result.returncode}, "
+              f"{variants}: {lines.strip()[-800:]}")
+        basic = re.search(r"cpu_fp32~onnxruntime\+ort_basic: .*?max \|a-b\| (\S+) vs reference", lines)
+        want = expected[("resnet18", "ort_cpu_basic")]["out"][0]
+        check(basic is not None and basic.group(1) == f"{want:.3g}",
+              f"--mitigate's ort_basic variant: max |a-b| {basic.group(1) if basic else None} vs onnxruntime's "
+              f"level basic in Python {want:.3g}")
+        eager = re.search(r"cpu_fp32~onnxruntime\+eager: .*?max \|a-b\| (\S+) vs reference", lines)
+        check(eager is not None and eager.group(1) == "0", f"--mitigate's eager variant is the reference: "
+              f"{eager.group(1) if eager else None}")
+
         # ONNX files that are not there, not ONNX, or with several outputs but no driftgate_out_spec:
         # a model-file error (exit 2, nothing written).
         import onnx as onnx_lib

@@ -630,6 +630,9 @@ TEST(Mitigation, OnnxRuntimeTargetsFallBackToBasicOptimizationOrTheTorchScriptMo
   other_provider.onnx_provider = OnnxProvider::k_cpu;
   EXPECT_FALSE(reference_equivalent(other_provider, basic, 1));
   EXPECT_TRUE(reference_equivalent(apply_fallbacks(ort, {Fallback::k_eager}), spec("cpu_fp32", DType::k_float32), 1));
+  // eager with ort_basic would be eager again: that set is not tried.
+  EXPECT_EQ(fallback_sets(applicable_fallbacks(ort, false), 3),
+            (std::vector<std::vector<Fallback>>{{Fallback::k_eager}, {Fallback::k_ort_basic}}));
 }
 
 TEST(Mitigation, TerminalLinesShowEveryChoiceAgainstTargetAndReference) {
