@@ -7,7 +7,8 @@
 //   driftgate-ort MODEL.onnx PROVIDER LEVEL THREADS     PROVIDER: cpu | dnnl
 //                                                       LEVEL: disable | basic | extended | all
 //   worker -> {"ok": true, "ort_version": "1.21.0", "input": {"name": "input", "shape": [1, 3, 224, 224]},
-//              "outputs": ["out"], "out_spec": "<pytree TreeSpec JSON>" or null}\n
+//              "outputs": ["out"], "openmp_threads": 1 (-1: no OpenMP loaded),
+//              "out_spec": "<pytree TreeSpec JSON>" or null}\n
 //   runner -> {"shape": [1, 3, 224, 224]}\n, then the float32 values (C order, native endianness)
 //   worker -> {"ok": true, "outputs": [{"dtype": "float32", "shape": [1, 1000]}, ...]}\n, then each
 //              output's bytes in that order
@@ -17,6 +18,7 @@
 //   no worker behind.
 //
 //   driftgate-ort --version    prints ONNX Runtime's version.
+#include <dlfcn.h>
 #include <dnnl_provider_options.h>
 #include <onnxruntime_cxx_api.h>
 #include <sys/prctl.h>
@@ -188,6 +190,32 @@ class QuietSchemaErrors {
   int m_saved;
 };
 
+// The oneDNN execution provider sets OpenMP's thread count to the machine's cores when its
+// session is created, whatever intra_op_num_threads (or OMP_NUM_THREADS) says: measured on a
+// 2-core machine, omp_get_max_threads() goes from 1 to 2, and stays there for every Run. The
+// worker sets it back to the backend's threads, through whichever OpenMP runtime the process
+// has loaded (none: nothing to set), and reports what OpenMP then says (-1 without one).
+// (OpenMP keeps the count per calling thread; with sequential execution Run executes the
+// graph's nodes on this thread.)
+int set_openmp_threads(int threads) {
+  // The provider's library is loaded with RTLD_LOCAL, so its OpenMP's symbols are not global:
+  // ask the runtime by name, if it is loaded (RTLD_NOLOAD never loads one).
+  for (const char* runtime : {"libgomp.so.1", "libomp.so.5", "libiomp5.so"}) {
+    void* handle = ::dlopen(runtime, RTLD_NOW | RTLD_NOLOAD);
+    if (handle == nullptr) {
+      continue;
+    }
+    using Setter = void (*)(int);
+    using Getter = int (*)();
+    auto set = reinterpret_cast<Setter>(::dlsym(handle, "omp_set_num_threads"));
+    auto get = reinterpret_cast<Getter>(::dlsym(handle, "omp_get_max_threads"));
+    const int now = set != nullptr && get != nullptr ? (set(threads), get()) : -1;
+    ::dlclose(handle);
+    return now;
+  }
+  return -1;
+}
+
 class Worker {
  public:
   Worker(const std::string& model, const std::string& provider, const std::string& level, int threads)
@@ -210,6 +238,11 @@ class Worker {
       QuietSchemaErrors quiet;
       m_session = Ort::Session(m_env, model.c_str(), options);
     }
+    const int openmp_threads = set_openmp_threads(threads);
+    if (openmp_threads != -1 && openmp_threads != threads) {
+      throw std::runtime_error("OpenMP runs " + std::to_string(openmp_threads) + " threads after setting " +
+                               std::to_string(threads));
+    }
     Ort::AllocatorWithDefaultOptions allocator;
     if (m_session.GetInputCount() != 1) {
       throw std::runtime_error("the model takes " + std::to_string(m_session.GetInputCount()) +
@@ -231,6 +264,7 @@ class Worker {
                   {"ort_version", Ort::GetVersionString()},
                   {"input", {{"name", m_input_name}, {"shape", m_input_shape}}},
                   {"outputs", m_output_names},
+                  {"openmp_threads", openmp_threads},
                   {"out_spec", spec ? nlohmann::json(std::string(spec.get())) : nlohmann::json(nullptr)}};
   }
 

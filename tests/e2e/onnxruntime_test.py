@@ -290,6 +290,19 @@ def main():
         check(eager is not None and eager.group(1) == "0", f"--mitigate's eager variant is the reference: "
               f"{eager.group(1) if eager else None}")
 
+        # The worker's threads hold for oneDNN too: its provider sets OpenMP to every core when the
+        # session is created (as it did to this process: see session()); the worker puts it back and
+        # reports what OpenMP then says.
+        worker = os.path.join(os.path.dirname(os.path.abspath(driftgate)), "driftgate-ort")
+        for provider, threads in (("dnnl", 1), ("dnnl", 2), ("cpu", 1)):
+            started = subprocess.run([worker, os.path.join(work, "resnet18.onnx"), provider, "all", str(threads)],
+                                     input=b"", capture_output=True)
+            announce = json.loads(started.stdout.decode().splitlines()[0]) if started.stdout else {}
+            want = (threads,) if provider == "dnnl" else (threads, -1)
+            check(started.returncode == 0 and announce.get("openmp_threads") in want,
+                  f"driftgate-ort {provider} threads {threads}: OpenMP runs {announce.get('openmp_threads')} "
+                  f"(want {want}), exit {started.returncode}, {started.stderr.decode()[-300:]!r}")
+
         # ONNX files that are not there, not ONNX, or with several outputs but no driftgate_out_spec:
         # a model-file error (exit 2, nothing written).
         import onnx as onnx_lib
