@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "runner/aoti_package.h"
+#include "runner/subprocess.h"
 
 extern char** environ;
 
@@ -208,6 +209,23 @@ OnnxWorker::~OnnxWorker() {
   }
 }
 
+std::string OnnxWorker::ended_how() {
+  // Its stdout closed: it has exited or is about to; wait briefly for it, then say how.
+  for (int tries = 0; tries < 100 && m_pid > 0; ++tries) {
+    int status = 0;
+    const pid_t done = ::waitpid(m_pid, &status, WNOHANG);
+    if (done == m_pid) {
+      m_pid = -1;
+      return " (" + describe_exit(status) + ")";
+    }
+    if (done < 0 && errno != EINTR) {
+      break;
+    }
+    ::usleep(10000);
+  }
+  return "";
+}
+
 std::string OnnxWorker::read_line() {
   std::string line;
   char c = 0;
@@ -218,7 +236,7 @@ std::string OnnxWorker::read_line() {
     }
     if (got <= 0) {
       throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker ended" +
-                  (line.empty() ? std::string() : " in the middle of a line"));
+                  (line.empty() ? std::string() : " in the middle of a line") + ended_how());
     }
     if (c == '\n') {
       return line;
@@ -238,7 +256,8 @@ void OnnxWorker::read_bytes(void* data, size_t size) {
       continue;
     }
     if (got <= 0) {
-      throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker ended in the middle of an output");
+      throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker ended in the middle of an output" +
+                  ended_how());
     }
     bytes += got;
     size -= static_cast<size_t>(got);
@@ -254,7 +273,9 @@ void OnnxWorker::write_bytes(const void* data, size_t size) {
       continue;
     }
     if (written <= 0) {
-      throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker is gone (" + std::strerror(errno) + ")");
+      const std::string reason = std::strerror(errno);
+      throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker is gone: writing to it: " + reason +
+                  ended_how());
     }
     bytes += written;
     size -= static_cast<size_t>(written);

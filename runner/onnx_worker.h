@@ -49,6 +49,7 @@ class OnnxWorker {
 
  private:
   std::string read_line();
+  std::string ended_how();  // " (killed by signal 11 (Segmentation fault))" once it has ended, else ""
   void read_bytes(void* data, size_t size);
   void write_bytes(const void* data, size_t size);
 

@@ -303,6 +303,23 @@ def main():
                   f"driftgate-ort {provider} threads {threads}: OpenMP runs {announce.get('openmp_threads')} "
                   f"(want {want}), exit {started.returncode}, {started.stderr.decode()[-300:]!r}")
 
+        # A worker that dies in a forward: the check is crash_target, saying how the worker ended
+        # (DRIFTGATE_ORT_WORKER names the worker; this one announces itself, then takes SIGSEGV).
+        fake = os.path.join(work, "dying-worker.sh")
+        with open(fake, "w") as f:
+            f.write("#!/bin/bash\necho '{\"ok\": true, \"ort_version\": \"0\", \"input\": {\"name\": \"input\", "
+                    "\"shape\": [1, 3, 64, 64]}, \"outputs\": [\"out\"], \"openmp_threads\": -1, "
+                    "\"out_spec\": null}'\nread -r line\nkill -SEGV $$\n")
+        os.chmod(fake, 0o755)
+        dying = os.path.join(work, "dying.jsonl")
+        result = subprocess.run([driftgate, "run", tight, "-o", dying, "-q"], capture_output=True, text=True,
+                                env=dict(os.environ, DRIFTGATE_ORT_WORKER=fake))
+        records = list(read_checks(dying).values()) if os.path.exists(dying) else []
+        check(len(records) == 1 and records[0]["status"] == "crash_target" and
+              "killed by signal 11" in records[0].get("message", ""),
+              f"a worker killed in its forward: crash_target naming the signal, got "
+              f"{[(r['status'], r.get('message')) for r in records]} (exit {result.returncode})")
+
         # ONNX files that are not there, not ONNX, or with several outputs but no driftgate_out_spec:
         # a model-file error (exit 2, nothing written).
         import onnx as onnx_lib
