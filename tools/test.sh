@@ -14,23 +14,48 @@
 # Last, the LibTorch suite under Debian 13's LibTorch 2.6 and the upgrade test (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Disk: the builds, the Debian 13 root and the caches take ~10 GB at the peak (the 2.6 phase).
+# DRIFTGATE_TEST_PRUNE=1 (.ci/run sets it: a clean clone, nothing to rebuild afterwards) removes
+# each sanitizer and fuzz tree once its phase has passed, and each LibTorch tree's precompiled
+# header (~0.5 GB; only compiling needs it) once the tree is built. A developer's run keeps them
+# for incremental builds. Each phase prints the free space, so a full disk is seen, not guessed.
+prune=${DRIFTGATE_TEST_PRUNE:-0}
+phase() {
+  echo "test.sh: $1 ($(df -BM --output=avail . | tail -1 | tr -d ' M') MiB free here)"
+}
+prune_tree() {  # prune_tree DIR: a finished phase's build tree
+  if [[ $prune == 1 ]]; then rm -rf "$1"; fi
+}
+prune_pch() {  # prune_pch DIR: a built tree's precompiled headers
+  if [[ $prune == 1 ]]; then find "$1" -name '*.gch' -delete; fi
+}
+phase "install"
 tools/install-deps.sh
 tools/lint.sh --format  # seconds: every tracked C++ file as .clang-format says
+phase "the LibTorch build (build/)"
 tools/build.sh
+prune_pch build
+phase "the LibTorch suite"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 sanitized=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
   -DDRIFTGATE_SANITIZE=address,undefined)
+phase "the torch-free build and suite under ASan + UBSan (build-asan/)"
 cmake -S . -B build-asan "${sanitized[@]}" -DDRIFTGATE_WITH_TORCH=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
+prune_tree build-asan
+phase "the runner under ASan + UBSan (build-asan-torch/)"
 cmake -S . -B build-asan-torch "${sanitized[@]}" -DDRIFTGATE_WITH_TORCH=ON >/dev/null
 cmake --build build-asan-torch -j"$(nproc)" --target driftgate runner_test runner_isolation_test runner_tier2_test \
   assert_close_agreement_test runner_saved_inputs_test
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan-torch --output-on-failure -j"$(nproc)" \
   -R '^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain)$'
+prune_tree build-asan-torch
+phase "the libFuzzer targets (build-fuzz/)"
 tools/fuzz.sh 20
+prune_tree build-fuzz
 # The LibTorch suite again under Debian 13's LibTorch 2.6 (tools/debian13.sh: the root is made
 # once and cached; build/ there is build-lt26/ here): the runner's units and the end-to-end
 # suites that load models (the same set the runner ASan phase runs), the aoti backend against
@@ -44,10 +69,14 @@ tools/fuzz.sh 20
 if [[ ${DRIFTGATE_TEST_LT26:-1} == 1 ]]; then
   lt26_targets=(driftgate runner_test runner_isolation_test runner_tier2_test assert_close_agreement_test
     runner_saved_inputs_test)
-  bash tools/debian13.sh bash -c 'cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  phase "the LibTorch 2.6 phase (Debian 13 root, build-lt26/)"
+  bash tools/debian13.sh bash -c 'prune=$1 && shift && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DDRIFTGATE_WITH_TORCH=ON >/dev/null && cmake --build build -j"$(nproc)" --target "$@" &&
+    if [[ $prune == 1 ]]; then find build -name "*.gch" -delete; fi &&
     ctest --test-dir build --output-on-failure -j"$(nproc)" \
       -R "^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain|aoti|onnxruntime)$"' \
-    lt26 "${lt26_targets[@]}"
+    lt26 "$prune" "${lt26_targets[@]}"
+  phase "the upgrade test"
   DRIFTGATE_REQUIRE_LT26=1 ctest --test-dir build --output-on-failure -R '^e2e_upgrade$'  # 1.13 baseline, 2.6 run
 fi
+phase "done"

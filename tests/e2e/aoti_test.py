@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import torch  # noqa: E402
@@ -25,6 +24,7 @@ import torchvision  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import export_models  # noqa: E402  (the exporter: how every demo model and package is made)
+from e2e_support import check, summary, work_dir, assert_close_passes, read_checks  # noqa: E402
 
 # (name, builder, input size, output keys)
 CASES = [
@@ -37,13 +37,6 @@ CASES = [
 # kernels (~1e-5 apart from eager here) fail it; aoti_2's (two threads) loose enough to pass.
 TARGETS = {"aoti": (1, 1e-6), "aoti_2": (2, 1e-4)}
 SEED = 7
-failures = []
-
-
-def check(condition, message):
-    print(("ok   " if condition else "FAIL ") + message)
-    if not condition:
-        failures.append(message)
 
 
 def leaves(output, keys):
@@ -51,14 +44,6 @@ def leaves(output, keys):
     if keys is None:
         return {"out": output}
     return {f"out['{key}']": output[key] for key in keys}
-
-
-def assert_close_passes(actual, expected, tolerance):
-    try:
-        torch.testing.assert_close(actual, expected, atol=tolerance, rtol=tolerance)
-        return True
-    except AssertionError:
-        return False
 
 
 def write_config(work, name, size, package, model=None):
@@ -73,22 +58,12 @@ def write_config(work, name, size, package, model=None):
     return path
 
 
-def read_checks(run_file):
-    checks = {}
-    with open(run_file) as lines:
-        for line in lines:
-            record = json.loads(line)
-            if record.get("type") == "check":
-                checks[record["id"]] = record
-    return checks
-
-
 def main():
     driftgate = os.environ.get("DRIFTGATE", "driftgate")
     torch.set_num_threads(1)  # driftgate's backends run on one thread unless told otherwise
     compiled = export_models.can_compile_aoti()
     print(f"torch {torch.__version__}: AOTInductor packages {'can' if compiled else 'cannot'} be compiled here")
-    work = tempfile.mkdtemp(prefix="dg_aoti_")
+    work = work_dir("dg_aoti_")
     generator = torch.Generator().manual_seed(0)
     configs, expected = [], {}
     for name, build, size, keys in CASES:
@@ -177,8 +152,7 @@ def main():
     result = subprocess.run([driftgate, "run", bad, "-o", bad_run, "-q"], capture_output=True, text=True)
     check(result.returncode == 2 and "name it beside the model with 'aoti_package: PATH.pt2'" in result.stderr
           and not os.path.exists(bad_run), f"aoti without aoti_package: exit {result.returncode}, {result.stderr!r}")
-    print(f"{len(failures)} failure(s)" if failures else "all comparisons hold")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # driftgate runs OpenBLAS on the backend's threads too
 import numpy as np  # noqa: E402
@@ -37,6 +36,7 @@ import torchvision  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import export_models  # noqa: E402  (the exporter: how every demo model is made)
+from e2e_support import check, read_checks, summary, work_dir  # noqa: E402
 
 CASES = [
     # (name, architecture, input size, float32_modules, the modules that read the model's input,
@@ -57,13 +57,6 @@ CASES = [
      ["avgpool", "classifier.3"]),
 ]
 
-failures = []
-
-
-def check(condition, message):
-    print(("ok   " if condition else "FAIL ") + message)
-    if not condition:
-        failures.append(message)
 
 
 def submodule(model, name):
@@ -107,7 +100,7 @@ def max_abs(reference, target):
 def main():
     driftgate = os.environ.get("DRIFTGATE", "driftgate")
     torch.set_num_threads(1)  # driftgate's backends run on one thread unless told otherwise
-    work = tempfile.mkdtemp(prefix="dg_float32_modules_")
+    work = work_dir("dg_float32_modules_")
     generator = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     configs = []
@@ -149,13 +142,8 @@ def main():
     check(result.returncode == 1, f"driftgate run exits 1 (failing bfloat16 checks), got {result.returncode}: "
           f"{result.stderr.strip()[-2000:]}")
     if result.returncode not in (0, 1):
-        return
-    records = {}
-    with open(run_file) as lines:
-        for line in lines:
-            record = json.loads(line)
-            if record.get("type") == "check":
-                records[record["id"]] = record
+        return summary()
+    records = read_checks(run_file)
 
     for arch, _arch, _size, listed, _readers, _keep in CASES:
         values = expected[arch]
@@ -197,9 +185,8 @@ def main():
           f"unknown module: exit {result.returncode}, stderr {result.stderr!r}, run file written: "
           f"{os.path.exists(bad_run)}")
 
-    print(f"{len(failures)} failure(s)" if failures else "all comparisons hold")
+    return summary()
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(1 if failures else 0)
+    sys.exit(main())

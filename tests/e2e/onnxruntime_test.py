@@ -25,7 +25,6 @@ import re
 import os
 import subprocess
 import sys
-import tempfile
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import torch  # noqa: E402
@@ -35,6 +34,7 @@ TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "to
 sys.path.insert(0, TOOLS)
 import export_detection  # noqa: E402  (the exporter: how every demo model and ONNX file is made)
 import export_models  # noqa: E402
+from e2e_support import check, summary, work_dir, assert_close_passes, read_checks  # noqa: E402
 
 
 def classifier(name):
@@ -72,13 +72,6 @@ TARGETS = {
 # differ) fail it, loose enough that others pass.
 TOLERANCE = 1e-5
 SEED = 7
-failures = []
-
-
-def check(condition, message):
-    print(("ok   " if condition else "FAIL ") + message)
-    if not condition:
-        failures.append(message)
 
 
 def leaves(output, path="out"):
@@ -89,14 +82,6 @@ def leaves(output, path="out"):
     if isinstance(output, (tuple, list)):
         return {name: leaf for i, item in enumerate(output) for name, leaf in leaves(item, f"{path}[{i}]").items()}
     return {path: output}
-
-
-def assert_close_passes(actual, expected, tolerance):
-    try:
-        torch.testing.assert_close(actual, expected, atol=tolerance, rtol=tolerance)
-        return True
-    except AssertionError:
-        return False
 
 
 def session(path, provider, level, threads):
@@ -158,16 +143,6 @@ def write_config(work, name, size, onnx_model, model=None, targets=None):
     return path
 
 
-def read_checks(run_file):
-    checks = {}
-    with open(run_file) as lines:
-        for line in lines:
-            record = json.loads(line)
-            if record.get("type") == "check":
-                checks[record["id"]] = record
-    return checks
-
-
 def run_bad(driftgate, work, config, name):
     run_file = os.path.join(work, f"{name}.jsonl")
     result = subprocess.run([driftgate, "run", config, "-o", run_file, "-q"], capture_output=True, text=True)
@@ -185,7 +160,7 @@ def main():
         providers = onnxruntime.get_available_providers()
         print(f"onnxruntime {onnxruntime.__version__}: {', '.join(providers)}")
         check("DnnlExecutionProvider" in providers, "onnxruntime has the oneDNN provider (DnnlExecutionProvider)")
-    work = tempfile.mkdtemp(prefix="dg_onnxruntime_")
+    work = work_dir("dg_onnxruntime_")
     generator = torch.Generator().manual_seed(0)
     configs, expected = [], {}
     for name, builder, size, kind in CASES:
@@ -341,8 +316,7 @@ def main():
         result, written = run_bad(driftgate, work, bad, "bad")
         check(result.returncode == 2 and "'onnx_model: PATH.onnx'" in result.stderr and not written,
               f"{target} without onnx_model: exit {result.returncode}, {result.stderr.strip()[-600:]!r}")
-    print(f"{len(failures)} failure(s)" if failures else "all comparisons hold")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

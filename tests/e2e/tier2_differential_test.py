@@ -40,7 +40,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import warnings
 
 import torch
@@ -48,6 +47,7 @@ from torch.utils.mobile_optimizer import optimize_for_mobile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import export_models  # noqa: E402  (the exporter: how every demo model is made)
+from e2e_support import work_dir  # noqa: E402
 
 SIZE = 64
 SEED = 0
@@ -358,7 +358,7 @@ def main():
     torch.set_num_threads(1)
     # optimize_for_inference's defect on mobilenet_v3_small logs this at every forward; the table says it.
     warnings.filterwarnings("ignore", message="An output with one or more elements was resized")
-    work = tempfile.mkdtemp(prefix="dg_tier2_diff_")
+    work = work_dir("dg_tier2_diff_")
     print_row(HEADER)
     agree = True
     cases = 0

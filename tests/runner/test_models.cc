@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <system_error>
+#include <vector>
 
 #include "tests/support/zip_writer.h"
 
@@ -25,10 +27,36 @@ at::Tensor ramp(std::vector<int64_t> shape, double scale, double offset) {
 
 }  // namespace
 
+namespace {
+
+// The directories fresh_dir made, removed when the test process exits (never by a forked child
+// that happens to exit normally: the parent may still be reading them).
+struct MadeDirs {
+  pid_t owner = ::getpid();
+  std::vector<fs::path> dirs;
+  ~MadeDirs() {
+    if (::getpid() != owner) {
+      return;
+    }
+    for (const fs::path& dir : dirs) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  }
+};
+
+MadeDirs& made_dirs() {
+  static MadeDirs made;
+  return made;
+}
+
+}  // namespace
+
 std::string fresh_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("dg_runner_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  made_dirs().dirs.push_back(dir);
   return dir.string();
 }
 
