@@ -59,7 +59,8 @@ const CommandHelp k_help{
     "divergent value are then re-run alone on the reference's values before them: 'confirmed' means they\n"
     "alone reproduce the divergence. The output leaf of CHECK_ID is accepted but the whole model is\n"
     "explained; `run` attaches the same profile to failing checks. --target-model compares the\n"
-    "experiment's model (reference) with another file (target).\n"
+    "experiment's model (reference) with another file (target): a TorchScript file, or for an\n"
+    "onnxruntime target an ONNX file (values then paired at module exits, no re-injection).\n"
     "Exit 1 when a divergent layer was found, 0 when none was.",
     "driftgate explain 'resnet18_oracle/scene0/cpu_fp32~xnnpack/out' configs/resnet18_oracle.yaml"};
 
@@ -71,7 +72,8 @@ std::optional<ExplainRequest> parse_request(CommandContext& context) {
       "config", po::value<std::vector<std::string>>(&request.configs),
       "experiment config files; one of them defines the check's experiment (positional)")(
       "target-model", po::value<std::string>(&request.target_model),
-      "load the target backend from this TorchScript file instead of the experiment's model")(
+      "load the target backend from this file instead of the experiment's model (TorchScript; ONNX for an "
+      "onnxruntime target)")(
       "json", po::value<std::string>(&request.json_path), "also write the localization as JSON to this file")(
       "threads", po::value<int>(&request.threads)->default_value(1),
       "intra-op threads for backends that do not set their own")(
@@ -126,9 +128,11 @@ std::string format(const char* pattern, double value) {
 void print_localization(const std::string& id, const Localization& localization, std::ostream& out) {
   out << "explain " << id << "\n";
   out << "  alignment: " << localization.alignment << "; " << describe_localization(localization) << "\n";
-  if (!localization.first_divergent.empty()) {
+  if (!localization.first_divergent.empty() && localization.reinjection != "not_run") {
     out << "  re-injection: " << localization.reinjection << " (the target's ops for this value alone, fed the "
         << "reference's values before them: error " << format("%.3g", localization.reinjection_delta) << ")\n";
+  } else if (!localization.first_divergent.empty()) {
+    out << "  re-injection: not_run (the note says why)\n";
   }
   if (!localization.note.empty()) {
     out << "  note: " << localization.note << "\n";

@@ -111,8 +111,8 @@ Localization localization_from_json(const OrderedJson& json) {
   Localization localization;
   localization.alignment = fields.text("alignment");
   if (localization.alignment != "position" && localization.alignment != "boundary" &&
-      localization.alignment != "package_outputs") {
-    throw Error("localization: alignment must be 'position', 'boundary' or 'package_outputs', got '" +
+      localization.alignment != "package_outputs" && localization.alignment != "onnx_scope") {
+    throw Error("localization: alignment must be 'position', 'boundary', 'onnx_scope' or 'package_outputs', got '" +
                 localization.alignment + "'");
   }
   localization.layers = fields.integer("layers");

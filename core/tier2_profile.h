@@ -52,6 +52,8 @@ struct Localization {
   // "position" (the target keeps the reference's graph: runtime settings only) or
   // "boundary" (the target rewrote the graph: values paired only where both graphs
   // compute the same function of the input, at the boundaries of what it fused), or
+  // "onnx_scope" (an ONNX Runtime target: values paired at module exits that both graphs show
+  // to be the same function of the input, runner/tier2_onnx.h), or
   // "package_outputs" (an AOTInductor package: outputs only, every layer not observable).
   std::string alignment;
   int64_t layers = 0;          // captured values of the reference

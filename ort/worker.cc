@@ -12,6 +12,13 @@
 //   runner -> {"shape": [1, 3, 224, 224]}\n, then the float32 values (C order, native endianness)
 //   worker -> {"ok": true, "outputs": [{"dtype": "float32", "shape": [1, 1000]}, ...]}\n, then each
 //              output's bytes in that order
+//   Tier 2 (runner/tier2_onnx.h):
+//   runner -> {"graph": true}\n
+//   worker -> {"ok": true, "bytes": N}\n, then N bytes of JSON: {"nodes": [[name, op_type, [inputs],
+//              [outputs]], ...] in the file's order, "inputs": [...], "outputs": [...]}
+//   runner -> {"shape": [...], "mark": ["value", ...]}\n and the values: a forward of the model with
+//              those node outputs added as graph outputs (a second session, kept while the same
+//              values are asked for); the reply lists the file's outputs, then the marked values.
 //   Any error: {"ok": false, "error": "..."}\n. An error while loading ends the worker (exit 2);
 //   an error in a forward does not. End of input ends it (exit 0). It also ends when the
 //   process that started it does (PR_SET_PDEATHSIG), so a runner killed on a timeout leaves
@@ -20,6 +27,7 @@
 //   driftgate-ort --version    prints ONNX Runtime's version.
 #include <dlfcn.h>
 #include <dnnl_provider_options.h>
+#include <onnx/onnx_pb.h>
 #include <onnxruntime_cxx_api.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -29,6 +37,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -37,7 +47,7 @@
 
 namespace {
 
-constexpr size_t k_max_line = 1 << 16;
+constexpr size_t k_max_line = 1 << 20;  // a request naming every value of a large graph to mark
 constexpr int64_t k_max_elements = int64_t{1} << 28;  // the runner's bound on an input's size
 
 void write_all(const void* data, size_t size) {
@@ -99,7 +109,7 @@ bool read_line(std::string& line) {
       return true;
     }
     if (line.size() >= k_max_line) {
-      throw std::runtime_error("a request line over 64 KiB");
+      throw std::runtime_error("a request line over 1 MiB");
     }
     line += c;
   }
@@ -216,27 +226,43 @@ int set_openmp_threads(int threads) {
   return -1;
 }
 
+// The ONNX file as protobuf (the libonnx_proto that ONNX Runtime itself links), for tier 2:
+// its graph's nodes, and the same model with chosen node outputs added as graph outputs.
+onnx::ModelProto read_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::ModelProto model;
+  if (!in || !model.ParseFromIstream(&in)) {
+    throw std::runtime_error("cannot read '" + path + "' as an ONNX model (protobuf)");
+  }
+  for (const onnx::TensorProto& initializer : model.graph().initializer()) {
+    if (initializer.data_location() == onnx::TensorProto::EXTERNAL) {
+      throw std::runtime_error("its weights are in external data files; tier 2 marks values in a copy of the model "
+                               "held in memory, which cannot find them");
+    }
+  }
+  return model;
+}
+
 class Worker {
  public:
   Worker(const std::string& model, const std::string& provider, const std::string& level, int threads)
-      : m_env(ORT_LOGGING_LEVEL_ERROR, "driftgate-ort") {
-    Ort::SessionOptions options;
-    options.SetIntraOpNumThreads(threads);
-    options.SetInterOpNumThreads(1);
-    options.SetExecutionMode(ORT_SEQUENTIAL);
-    options.SetGraphOptimizationLevel(optimization_level(level));
+      : m_env(ORT_LOGGING_LEVEL_ERROR, "driftgate-ort"), m_model(model), m_threads(threads) {
+    m_options.SetIntraOpNumThreads(threads);
+    m_options.SetInterOpNumThreads(1);
+    m_options.SetExecutionMode(ORT_SEQUENTIAL);
+    m_options.SetGraphOptimizationLevel(optimization_level(level));
     // Idle intra-op threads sleep instead of spinning: the runner times forwards one by one.
-    options.AddConfigEntry("session.intra_op.allow_spinning", "0");
+    m_options.AddConfigEntry("session.intra_op.allow_spinning", "0");
     if (provider == "dnnl") {
       OrtDnnlProviderOptions dnnl{};
       dnnl.use_arena = 1;
-      Ort::ThrowOnError(Ort::GetApi().SessionOptionsAppendExecutionProvider_Dnnl(options, &dnnl));
+      Ort::ThrowOnError(Ort::GetApi().SessionOptionsAppendExecutionProvider_Dnnl(m_options, &dnnl));
     } else if (provider != "cpu") {
       throw std::runtime_error("provider '" + provider + "': use cpu or dnnl");
     }
     {
       QuietSchemaErrors quiet;
-      m_session = Ort::Session(m_env, model.c_str(), options);
+      m_session = Ort::Session(m_env, model.c_str(), m_options);
     }
     const int openmp_threads = set_openmp_threads(threads);
     if (openmp_threads != -1 && openmp_threads != threads) {
@@ -277,7 +303,19 @@ class Worker {
       return false;
     }
     const nlohmann::json request = nlohmann::json::parse(line);
+    if (request.contains("graph")) {
+      try {
+        const std::string graph = describe_graph().dump();
+        write_line({{"ok", true}, {"bytes", graph.size()}});
+        write_all(graph.data(), graph.size());
+      } catch (const std::exception& e) {
+        write_line({{"ok", false}, {"error", e.what()}});
+      }
+      return true;
+    }
     const std::vector<int64_t> shape = request.at("shape").get<std::vector<int64_t>>();
+    const std::vector<std::string> mark =
+        request.contains("mark") ? request.at("mark").get<std::vector<std::string>>() : std::vector<std::string>();
     int64_t count = 1;
     for (int64_t extent : shape) {
       if (extent < 0 || (extent > 0 && count > k_max_elements / extent)) {
@@ -290,7 +328,7 @@ class Worker {
       throw std::runtime_error("the request ended before its values");
     }
     try {
-      run(values, shape);
+      run(values, shape, mark);
     } catch (const std::exception& e) {  // ONNX Runtime's refusal, or an output driftgate cannot compare
       write_line({{"ok", false}, {"error", e.what()}});
     }
@@ -298,22 +336,87 @@ class Worker {
   }
 
  private:
-  void run(std::vector<float>& values, const std::vector<int64_t>& shape) {
+  const onnx::ModelProto& proto() {
+    if (!m_proto) {
+      m_proto = std::make_unique<onnx::ModelProto>(read_model(m_model));
+    }
+    return *m_proto;
+  }
+
+  nlohmann::json describe_graph() {
+    const onnx::GraphProto& graph = proto().graph();
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const onnx::NodeProto& node : graph.node()) {
+      nodes.push_back({node.name(), node.op_type(), std::vector<std::string>(node.input().begin(), node.input().end()),
+                       std::vector<std::string>(node.output().begin(), node.output().end())});
+    }
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const onnx::ValueInfoProto& input : graph.input()) {
+      inputs.push_back(input.name());
+    }
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const onnx::ValueInfoProto& output : graph.output()) {
+      outputs.push_back(output.name());
+    }
+    return {{"nodes", nodes}, {"inputs", inputs}, {"outputs", outputs}};
+  }
+
+  // The session that also returns `mark` (node outputs): the file's model with them added as
+  // graph outputs, under the same options. Kept for the next request with the same values.
+  Ort::Session& marked_session(const std::vector<std::string>& mark) {
+    if (m_marked && m_marked_names == mark) {
+      return *m_marked;
+    }
+    m_marked.reset();  // one marked session at a time: its values are the memory that matters
+    onnx::ModelProto model = proto();
+    std::set<std::string> produced;
+    for (const onnx::NodeProto& node : model.graph().node()) {
+      produced.insert(node.output().begin(), node.output().end());
+    }
+    std::set<std::string> outputs;
+    for (const onnx::ValueInfoProto& output : model.graph().output()) {
+      outputs.insert(output.name());
+    }
+    for (const std::string& name : mark) {
+      if (produced.count(name) == 0) {
+        throw std::runtime_error("no node of the model computes '" + name + "'");
+      }
+      if (outputs.insert(name).second) {
+        model.mutable_graph()->add_output()->set_name(name);  // ONNX Runtime infers its type
+      }
+    }
+    std::string bytes;
+    if (!model.SerializeToString(&bytes)) {
+      throw std::runtime_error("cannot serialize the model with its values marked as outputs");
+    }
+    {
+      QuietSchemaErrors quiet;
+      m_marked = std::make_unique<Ort::Session>(m_env, bytes.data(), bytes.size(), m_options);
+    }
+    set_openmp_threads(m_threads);  // the oneDNN provider sets it again for every session
+    m_marked_names = mark;
+    return *m_marked;
+  }
+
+  void run(std::vector<float>& values, const std::vector<int64_t>& shape, const std::vector<std::string>& mark) {
     Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
     Ort::Value input =
         Ort::Value::CreateTensor<float>(memory, values.data(), values.size(), shape.data(), shape.size());
     const char* input_name = m_input_name.c_str();
+    std::vector<std::string> names = m_output_names;
+    names.insert(names.end(), mark.begin(), mark.end());
     std::vector<const char*> output_names;
-    for (const std::string& name : m_output_names) {
+    for (const std::string& name : names) {
       output_names.push_back(name.c_str());
     }
+    Ort::Session& session = mark.empty() ? m_session : marked_session(mark);
     std::vector<Ort::Value> outputs =
-        m_session.Run(Ort::RunOptions{nullptr}, &input_name, &input, 1, output_names.data(), output_names.size());
+        session.Run(Ort::RunOptions{nullptr}, &input_name, &input, 1, output_names.data(), output_names.size());
     nlohmann::json described = nlohmann::json::array();
     std::vector<std::pair<const void*, size_t>> bytes;
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!outputs[i].IsTensor()) {
-        throw std::runtime_error("output '" + m_output_names[i] + "' is not a tensor (a sequence or map)");
+        throw std::runtime_error("output '" + names[i] + "' is not a tensor (a sequence or map)");
       }
       Ort::TensorTypeAndShapeInfo info = outputs[i].GetTensorTypeAndShapeInfo();
       const ElementType type = element_type(info.GetElementType());
@@ -327,11 +430,17 @@ class Worker {
   }
 
   Ort::Env m_env;
+  std::string m_model;
+  int m_threads;
+  Ort::SessionOptions m_options;
   Ort::Session m_session{nullptr};
   std::string m_input_name;
   std::vector<int64_t> m_input_shape;
   std::vector<std::string> m_output_names;
   nlohmann::json m_announce;
+  std::unique_ptr<onnx::ModelProto> m_proto;  // read on the first tier-2 request
+  std::unique_ptr<Ort::Session> m_marked;
+  std::vector<std::string> m_marked_names;
 };
 
 }  // namespace

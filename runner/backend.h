@@ -111,6 +111,9 @@ class BackendInstance {
   // it runs its package; an onnxruntime backend neither: it runs the ONNX file (is_package()).
   const torch::jit::Module& module() const { return m_module; }
   bool is_package() const { return m_package != nullptr || m_onnx != nullptr; }
+  // The ONNX Runtime worker of an onnxruntime backend (tier 2 asks it for the graph and marked
+  // values); null for every other backend.
+  OnnxWorker* onnx_worker() const { return m_onnx.get(); }
 
  private:
   BackendInstance(BackendSpec spec, BackendSource source);

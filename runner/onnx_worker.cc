@@ -282,11 +282,7 @@ void OnnxWorker::write_bytes(const void* data, size_t size) {
   }
 }
 
-c10::IValue OnnxWorker::run(const at::Tensor& input) {
-  const at::Tensor values = input.to(at::kFloat).contiguous();
-  const std::string request = nlohmann::json{{"shape", values.sizes().vec()}}.dump() + "\n";
-  write_bytes(request.data(), request.size());
-  write_bytes(values.data_ptr(), static_cast<size_t>(values.numel()) * sizeof(float));
+nlohmann::json OnnxWorker::read_reply() {
   nlohmann::json reply;
   const std::string line = read_line();
   try {
@@ -297,6 +293,19 @@ c10::IValue OnnxWorker::run(const at::Tensor& input) {
   if (!reply.value("ok", false)) {
     throw Error("ONNX Runtime: " + reply.value("error", std::string("(no reason given)")));
   }
+  return reply;
+}
+
+std::vector<at::Tensor> OnnxWorker::forward(const at::Tensor& input, const std::vector<std::string>& mark) {
+  const at::Tensor values = input.to(at::kFloat).contiguous();
+  nlohmann::json request{{"shape", values.sizes().vec()}};
+  if (!mark.empty()) {
+    request["mark"] = mark;
+  }
+  const std::string line = request.dump() + "\n";
+  write_bytes(line.data(), line.size());
+  write_bytes(values.data_ptr(), static_cast<size_t>(values.numel()) * sizeof(float));
+  const nlohmann::json reply = read_reply();
   std::vector<at::Tensor> outputs;
   for (const nlohmann::json& described : reply.at("outputs")) {
     const auto found = dtypes().find(described.at("dtype").get<std::string>());
@@ -307,11 +316,50 @@ c10::IValue OnnxWorker::run(const at::Tensor& input) {
     read_bytes(output.data_ptr(), static_cast<size_t>(output.numel()) * output.element_size());
     outputs.push_back(std::move(output));
   }
-  if (outputs.size() != m_outputs) {
+  if (outputs.size() != m_outputs + mark.size()) {
     throw Error("ONNX model '" + m_model + "': the worker sent " + std::to_string(outputs.size()) + " outputs, not " +
-                std::to_string(m_outputs));
+                std::to_string(m_outputs + mark.size()));
   }
+  return outputs;
+}
+
+c10::IValue OnnxWorker::run(const at::Tensor& input) {
+  std::vector<at::Tensor> outputs = forward(input, {});
   return m_out_spec.empty() ? c10::IValue(outputs.front()) : unflatten_tree(m_out_spec, outputs);
+}
+
+OnnxWorker::Marked OnnxWorker::run_marked(const at::Tensor& input, const std::vector<std::string>& mark) {
+  std::vector<at::Tensor> all = forward(input, mark);
+  Marked result;
+  result.values.assign(all.begin() + static_cast<std::ptrdiff_t>(m_outputs), all.end());
+  all.resize(m_outputs);
+  result.outputs = std::move(all);
+  return result;
+}
+
+OnnxGraph OnnxWorker::graph() {
+  const std::string request = "{\"graph\": true}\n";
+  write_bytes(request.data(), request.size());
+  const nlohmann::json reply = read_reply();
+  const size_t size = reply.at("bytes").get<size_t>();
+  if (size > (size_t{1} << 30)) {
+    throw Error("ONNX model '" + m_model + "': the worker announced a graph of " + std::to_string(size) + " bytes");
+  }
+  std::string text(size, '\0');
+  read_bytes(text.data(), size);
+  OnnxGraph graph;
+  try {
+    const nlohmann::json described = nlohmann::json::parse(text);
+    for (const nlohmann::json& node : described.at("nodes")) {
+      graph.nodes.push_back({node.at(0).get<std::string>(), node.at(1).get<std::string>(),
+                             node.at(2).get<std::vector<std::string>>(), node.at(3).get<std::vector<std::string>>()});
+    }
+    graph.inputs = described.at("inputs").get<std::vector<std::string>>();
+    graph.outputs = described.at("outputs").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("ONNX model '" + m_model + "': the worker's description of the graph: " + e.what());
+  }
+  return graph;
 }
 
 }  // namespace driftgate

@@ -9,6 +9,7 @@
 #include <ATen/core/ivalue.h>
 #include <sys/types.h>
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,19 @@ std::string onnx_worker_path();
 // saying why it could not be asked. For the environment key of builds that have the worker.
 std::string onnx_runtime_version();
 
+// The ONNX file's graph as the worker reads it (tier 2: runner/tier2_onnx.h).
+struct OnnxNode {
+  std::string name;  // "/layer1/layer1.0/conv1/Conv": torch.onnx.export's module scope, then the op
+  std::string op;    // "Conv"
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+struct OnnxGraph {
+  std::vector<OnnxNode> nodes;  // in the file's order (topological, as ONNX requires)
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+
 class OnnxWorker {
  public:
   // Starts the worker on `model`. Throws driftgate::Error with ONNX Runtime's refusal (a file
@@ -44,6 +58,19 @@ class OnnxWorker {
   // ONNX Runtime's message (a shape the model does not take) or when the worker is gone.
   c10::IValue run(const at::Tensor& input);
 
+  // The file's graph (its nodes, names and values). Throws driftgate::Error when the worker
+  // cannot read it as protobuf.
+  OnnxGraph graph();
+
+  // One forward of the model with `mark` (node outputs) added as graph outputs, in a session
+  // of the worker's made for them under the same options: the file's outputs, flat, then the
+  // marked values in `mark`'s order.
+  struct Marked {
+    std::vector<at::Tensor> outputs;
+    std::vector<at::Tensor> values;
+  };
+  Marked run_marked(const at::Tensor& input, const std::vector<std::string>& mark);
+
   const std::string& ort_version() const { return m_version; }
   const std::vector<int64_t>& input_shape() const { return m_input_shape; }  // -1: any extent
 
@@ -51,6 +78,8 @@ class OnnxWorker {
   std::string read_line();
   std::string ended_how();  // " (killed by signal 11 (Segmentation fault))" once it has ended, else ""
   void read_bytes(void* data, size_t size);
+  nlohmann::json read_reply();
+  std::vector<at::Tensor> forward(const at::Tensor& input, const std::vector<std::string>& mark);
   void write_bytes(const void* data, size_t size);
 
   std::string m_model;

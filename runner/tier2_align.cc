@@ -433,7 +433,17 @@ class SameFunction {
 
 }  // namespace
 
-const char* to_string(AlignmentKind kind) { return kind == AlignmentKind::k_position ? "position" : "boundary"; }
+const char* to_string(AlignmentKind kind) {
+  switch (kind) {
+    case AlignmentKind::k_position:
+      return "position";
+    case AlignmentKind::k_boundary:
+      return "boundary";
+    case AlignmentKind::k_onnx_scope:
+      return "onnx_scope";
+  }
+  return "position";
+}
 
 Alignment align_points(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target,
                        bool same_graph) {

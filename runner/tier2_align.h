@@ -50,7 +50,8 @@
 
 namespace driftgate {
 
-enum class AlignmentKind { k_position, k_boundary };
+// k_onnx_scope: an ONNX Runtime target, paired at module exits (runner/tier2_onnx.h).
+enum class AlignmentKind { k_position, k_boundary, k_onnx_scope };
 const char* to_string(AlignmentKind kind);
 
 struct Alignment {

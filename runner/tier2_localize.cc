@@ -14,6 +14,8 @@
 #include "runner/subprocess.h"
 #include "runner/tier2_align.h"
 #include "runner/tier2_capture.h"
+#include "runner/rules.h"
+#include "runner/tier2_onnx.h"
 
 namespace driftgate {
 namespace {
@@ -103,13 +105,23 @@ class Localizer {
         m_input(input),
         m_options(options),
         m_reference_graph(reference.module()),
-        m_target_graph(target.module()) {
+        m_onnx(target.onnx_worker()) {
     if (oracle != nullptr) {
       m_oracle_graph.emplace(oracle->module());
       m_oracle_alignment =
           align_points(points(), m_oracle_graph->points(), same_graph(reference.spec(), oracle->spec()));
     }
-    m_alignment = align_points(points(), m_target_graph.points(), same_graph(reference.spec(), target.spec()));
+    if (m_onnx != nullptr) {
+      OnnxScopeAlignment paired = align_onnx_scopes(points(), m_onnx->graph());
+      m_alignment.kind = AlignmentKind::k_onnx_scope;
+      m_alignment.target_of = std::move(paired.target_of);
+      m_alignment.observed = paired.observed;
+      m_onnx_values = std::move(paired.values);
+      add_note(paired.note);
+    } else {
+      m_target_graph.emplace(target.module());
+      m_alignment = align_points(points(), m_target_graph->points(), same_graph(reference.spec(), target.spec()));
+    }
     m_precision_ratio = std::max(1.0, unit_roundoff(target.spec()) / unit_roundoff(reference.spec()));
   }
 
@@ -126,21 +138,73 @@ class Localizer {
     result.alignment = to_string(m_alignment.kind);
     result.layers = static_cast<int64_t>(count);
     assign_statuses_and_ranks(result);
-    if (!result.first_divergent.empty()) {
+    if (m_onnx != nullptr) {
+      if (m_marking_changed > 0.0) {
+        add_note("marking the compared values as outputs changed what ONNX Runtime computes: that session's "
+                 "outputs differ from the plain session's by up to " + format_value(m_marking_changed) +
+                 ", and the layers describe that session");
+      }
+      if (!result.first_divergent.empty()) {
+        add_note("re-injection is not run on ONNX Runtime targets: the session runs its graph whole");
+      }
+    } else if (!result.first_divergent.empty()) {
       try {
         reinject(m_first_divergent, result);
       } catch (const Error& e) {
-        result.note = std::string("re-injection not run: ") + e.what();
+        add_note(std::string("re-injection not run: ") + e.what());
       } catch (const std::exception& e) {
-        result.note = "re-injection not run: " + torch_error_summary(e);
+        add_note("re-injection not run: " + torch_error_summary(e));
       }
     }
+    result.note = m_note;
     result.peak_rss_kib = peak_rss_kib();
     return result;
   }
 
  private:
   const std::vector<CapturePoint>& points() const { return m_reference_graph.points(); }
+
+  void add_note(const std::string& note) {
+    if (!note.empty()) {
+      m_note += (m_note.empty() ? "" : "; ") + note;
+    }
+  }
+
+  // The target's values of target points `wanted`: from its capture graph, or from its ONNX
+  // Runtime session with those values marked as outputs (whose final outputs are compared
+  // with the plain session's: marking may change what ONNX Runtime fuses).
+  std::map<size_t, at::Tensor> capture_target(const std::vector<size_t>& wanted) {
+    if (m_onnx == nullptr) {
+      return capture(m_target, *m_target_graph, wanted).values;
+    }
+    std::map<size_t, at::Tensor> values;
+    if (wanted.empty()) {
+      return values;
+    }
+    std::vector<std::string> names;
+    for (size_t t : wanted) {
+      names.push_back(m_onnx_values.at(t));
+    }
+    const at::Tensor prepared = m_target.prepare_input(m_input);
+    if (m_plain_outputs.empty()) {
+      m_plain_outputs = m_onnx->run_marked(prepared, {}).outputs;
+    }
+    OnnxWorker::Marked marked = m_onnx->run_marked(prepared, names);
+    for (size_t i = 0; i < marked.outputs.size() && i < m_plain_outputs.size(); ++i) {
+      const at::Tensor& plain = m_plain_outputs[i];
+      const at::Tensor& other = marked.outputs[i];
+      if (!other.equal(plain)) {
+        const double difference = other.sizes() == plain.sizes() && plain.is_floating_point()
+                                      ? (other.to(at::kDouble) - plain.to(at::kDouble)).abs().max().item<double>()
+                                      : INFINITY;
+        m_marking_changed = std::max(m_marking_changed, std::isnan(difference) ? INFINITY : difference);
+      }
+    }
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      values.emplace(wanted[i], std::move(marked.values.at(i)));
+    }
+    return values;
+  }
 
   Capture capture(BackendInstance& instance, const CaptureGraph& graph, const std::vector<size_t>& wanted) {
     Capture result;
@@ -180,13 +244,13 @@ class Localizer {
         wanted.push_back(*m_alignment.target_of[p]);
       }
     }
-    Capture target = capture(m_target, m_target_graph, wanted);
+    const std::map<size_t, at::Tensor> target = capture_target(wanted);
     for (size_t p : window) {
       if (!m_observed[p]) {
         continue;
       }
       const at::Tensor& reference_value = reference.values.at(p);
-      Difference difference = normalized_difference(target.values.at(*m_alignment.target_of[p]), reference_value);
+      Difference difference = normalized_difference(target.at(*m_alignment.target_of[p]), reference_value);
       if (!difference.comparable) {
         m_observed[p] = false;  // a boundary matched a value of another shape: not the same value
         continue;
@@ -286,21 +350,22 @@ class Localizer {
   // reference's values there (converted to the dtype, memory format and layout the
   // target had). "confirmed" when that alone reproduces the divergence.
   void reinject(size_t point, Localization& result) {
+    const CaptureGraph& target_graph = *m_target_graph;
     const size_t target_point = *m_alignment.target_of[point];
-    const std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, m_target_graph.points().size());
+    const std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, target_graph.points().size());
     const std::function<bool(size_t)> shared = [&](size_t p) { return p != target_point && reverse[p].has_value(); };
     bool reads_input = false;
-    const std::vector<size_t> target_inputs = m_target_graph.group_inputs(target_point, shared, &reads_input);
+    const std::vector<size_t> target_inputs = target_graph.group_inputs(target_point, shared, &reads_input);
     std::set<size_t> reference_wanted{point};
     for (size_t p : target_inputs) {
       reference_wanted.insert(*reverse[p]);
     }
     Capture reference = capture(m_reference, m_reference_graph, {reference_wanted.begin(), reference_wanted.end()});
-    Capture target = capture(m_target, m_target_graph, target_inputs);
+    Capture target = capture(m_target, target_graph, target_inputs);
     const at::Tensor prepared = m_target.prepare_input(m_input);
     at::Tensor output;
     m_target.with_settings([&]() {
-      output = m_target_graph.run_group(target_point, shared, [&](std::optional<size_t> p) -> at::Tensor {
+      output = target_graph.run_group(target_point, shared, [&](std::optional<size_t> p) -> at::Tensor {
         if (!p) {
           return prepared.clone();
         }
@@ -325,7 +390,12 @@ class Localizer {
   const at::Tensor& m_input;
   LocalizeOptions m_options;
   CaptureGraph m_reference_graph;
-  CaptureGraph m_target_graph;
+  std::optional<CaptureGraph> m_target_graph;  // a TorchScript target's
+  OnnxWorker* m_onnx = nullptr;                // an ONNX Runtime target's worker
+  std::vector<std::string> m_onnx_values;      // its values that are compared
+  std::vector<at::Tensor> m_plain_outputs;     // its outputs without marked values
+  double m_marking_changed = 0.0;              // max |marked - plain| over the outputs
+  std::string m_note;
   std::optional<CaptureGraph> m_oracle_graph;
   Alignment m_alignment;
   Alignment m_oracle_alignment;
@@ -379,8 +449,8 @@ Localization package_outputs_only(const BackendInstance& module_side, GraphMode 
   result.not_observable = result.layers;
   result.note =
       package_graph == GraphMode::k_onnxruntime
-          ? "an ONNX Runtime session exposes the ONNX file's outputs only (tier 1 compares them); driftgate does "
-            "not mark its intermediate values as outputs yet, so no layer of the TorchScript graph is observed in it"
+          ? "tier 2 pairs an ONNX Runtime target's values with a TorchScript reference's (onnx_scope); with ONNX "
+            "Runtime as the reference there is no TorchScript graph to pair them with, so no layer is observed"
           : "an AOTInductor package exposes its outputs only (tier 1 compares them); its kernels fuse across "
             "modules, so no layer of the TorchScript graph can be observed in it";
   result.peak_rss_kib = peak_rss_kib();
@@ -397,6 +467,9 @@ int64_t peak_rss_kib() {
 
 Localization localize(BackendInstance& reference, BackendInstance* oracle, BackendInstance& target,
                       const at::Tensor& input, const LocalizeOptions& options) {
+  if (target.onnx_worker() != nullptr && !reference.is_package()) {
+    return Localizer(reference, oracle, target, input, options).run();
+  }
   if (target.is_package() || reference.is_package()) {
     const BackendInstance& package_side = reference.is_package() ? reference : target;
     return package_outputs_only(reference.is_package() ? target : reference, package_side.spec().graph);
@@ -425,7 +498,9 @@ Localization localize_request(const LocalizeRequest& request, const at::Tensor& 
   }
   BackendSource target_source = request.source;
   if (!request.target_model_path.empty()) {
-    target_source.model_path = request.target_model_path;
+    // An onnxruntime target runs the ONNX file: that is the file the target comes from.
+    (request.target.graph == GraphMode::k_onnxruntime ? target_source.onnx_model_path : target_source.model_path) =
+        request.target_model_path;
   }
   BackendInstance target = load_runnable(request.target, target_source);
   try {

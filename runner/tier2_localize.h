@@ -56,7 +56,8 @@ struct LocalizeRequest {
   BackendSpec target;
   BackendSource source;
   // Load the target from this file instead of source.model_path (`explain
-  // --target-model`): e.g. a re-exported or fine-tuned model against the original.
+  // --target-model`): e.g. a re-exported or fine-tuned model against the original. For an
+  // onnxruntime target, instead of source.onnx_model_path: another ONNX file.
   std::string target_model_path;
   LocalizeOptions options;
 };

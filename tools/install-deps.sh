@@ -35,7 +35,8 @@ if [[ $codename == trixie ]]; then
   # libonnxruntime-dev: the onnxruntime backends' worker (ort/); python3-onnx/-onnxruntime:
   # the exporter writes the .onnx files and the tests cross-check ONNX Runtime from Python.
   if [[ $with_torch == 1 ]]; then
-    packages+=(python3-setuptools python3-dev libonnxruntime-dev python3-onnx python3-onnxruntime)
+    # libonnx-dev: the worker reads the ONNX graph and marks values as outputs (tier 2).
+    packages+=(python3-setuptools python3-dev libonnxruntime-dev libonnx-dev python3-onnx python3-onnxruntime)
   fi
 else
   packages+=(debootstrap)  # tools/debian13.sh makes the Debian 13 (LibTorch 2.6) root with it
