@@ -24,39 +24,25 @@ bool numeric(const std::string& atom) {
   return !atom.empty() && std::all_of(atom.begin(), atom.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// torch.onnx's name for a module in a scope: from its last non-numeric atom on.
-std::string unqualified(const std::string& path) {
-  const std::vector<std::string> atoms = split(path, '.');
-  size_t first = 0;
-  for (size_t i = atoms.size(); i-- > 0;) {
-    if (!numeric(atoms[i])) {
-      first = i;
-      break;
-    }
-  }
-  std::string name;
-  for (size_t i = first; i < atoms.size(); ++i) {
-    name += (name.empty() ? "" : ".") + atoms[i];
-  }
-  return name;
-}
-
 bool within(const std::string& path, const std::string& module) {
   return path == module || (path.size() > module.size() && path.compare(0, module.size(), module) == 0 &&
                             path[module.size()] == '.');
 }
 
-// The shortest known module below `parent` (the model itself: "") whose unqualified name is `component`.
+// The reference's module below `parent` (the model itself: "") that an ONNX scope component
+// names. torch.onnx writes a module's path from its last non-numeric atom on ("layer1.0",
+// "conv1", "features.0"); the reference's paths are its callstack's instance names, one
+// attribute per call level, and a container that is iterated rather than called
+// (`for block in self.features`) is not a level there: "backbone.0" where named_modules
+// says "backbone.features.0". The component's last atom is the child's instance name in both.
 std::optional<std::string> child_named(const std::string& parent, const std::string& component,
-                                       const std::vector<std::string>& modules) {
-  std::optional<std::string> best;
-  for (const std::string& module : modules) {
-    const bool below = parent.empty() || (module != parent && within(module, parent));
-    if (below && unqualified(module) == component && (!best || module.size() < best->size())) {
-      best = module;
-    }
+                                       const std::set<std::string>& modules) {
+  const std::string instance = component.substr(component.find_last_of('.') + 1);
+  const std::string child = parent.empty() ? instance : parent + "." + instance;
+  if (modules.count(child) != 0) {
+    return child;
   }
-  return best;
+  return std::nullopt;
 }
 
 // The module instances of a point's callstack ("layer1@resnet.py:30:8/0@container.py:12:8/..."),
@@ -77,11 +63,12 @@ std::vector<std::string> instances(const std::string& callstack) {
 
 }  // namespace
 
-std::string onnx_node_module(const std::string& node_name, const std::vector<std::string>& modules,
+std::string onnx_node_module(const std::string& node_name, const std::vector<std::string>& module_list,
                              std::string* repeated, bool* unresolved) {
   if (node_name.empty() || node_name[0] != '/') {
     return "";
   }
+  const std::set<std::string> modules(module_list.begin(), module_list.end());
   std::vector<std::string> components = split(node_name.substr(1), '/');
   components.pop_back();  // the op's own name
   std::string path;

@@ -41,12 +41,14 @@ struct OnnxScopeAlignment {
   std::string note;  // what limited the pairing (no scopes in the file, unresolved scopes); may be empty
 };
 
-// The module path an ONNX node's name gives, resolved against the reference's module paths:
-// "/layer2/layer2.0/downsample/downsample.0/Conv" -> "layer2.0.downsample.0". Each component is
-// the module's name from its last non-numeric atom on (torch.onnx's _unqualified_variable_name);
-// "relu_1" (a repeated call) resolves to "relu", which is then named in *repeated. Components
-// that name no known module stop the walk there (*unresolved). A name without a leading '/'
-// has no scope: "".
+// The module path an ONNX node's name gives, resolved against the reference's module paths
+// (its callstacks' instance names): "/layer2/layer2.0/downsample/downsample.0/Conv" ->
+// "layer2.0.downsample.0". Each component is the module's path from its last non-numeric atom
+// on (torch.onnx's _unqualified_variable_name), whose last atom is the instance name; so
+// "/backbone/features.0/Conv" of a backbone that iterates self.features is "backbone.0", as
+// on the reference's callstack. "relu_1" (a repeated call) resolves to "relu", which is then
+// named in *repeated. Components that name no known module stop the walk there
+// (*unresolved). A name without a leading '/' has no scope: "".
 std::string onnx_node_module(const std::string& node_name, const std::vector<std::string>& modules,
                              std::string* repeated, bool* unresolved);
 

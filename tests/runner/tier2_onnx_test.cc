@@ -61,6 +61,21 @@ TEST(Tier2Onnx, ScopeComponentsResolveToModulePaths) {
   EXPECT_EQ(repeated, "layer2.0.relu");
   EXPECT_EQ(onnx_node_module("/layer2/nosuch/Conv", modules, &repeated, &unresolved), "layer2");
   EXPECT_TRUE(unresolved);
+  // A backbone that iterates its ModuleList (`for block in self.features`): the list is no call
+  // level on the reference's callstacks ("backbone.0"), its elements keep its name in the file
+  // (SSDlite's, as torch.onnx.export 2.6 writes it).
+  const std::vector<std::string> iterated = {"backbone", "backbone.0", "backbone.0.1", "backbone.0.1.block",
+                                             "head", "head.classification_head", "head.classification_head.5"};
+  repeated.clear();
+  unresolved = false;
+  EXPECT_EQ(onnx_node_module("/backbone/features.0/features.0.1/block/Conv", iterated, &repeated, &unresolved),
+            "backbone.0.1.block");
+  EXPECT_EQ(onnx_node_module("/head/classification_head/Reshape_9", iterated, &repeated, &unresolved),
+            "head.classification_head");
+  EXPECT_FALSE(unresolved);
+  EXPECT_EQ(onnx_node_module("/head/classification_head/module_list.5_1/Conv", iterated, &repeated, &unresolved),
+            "head.classification_head.5");
+  EXPECT_EQ(repeated, "head.classification_head.5");
 }
 
 // conv1 -> bn1 -> relu -> fc, the batch norm folded into the convolution by the exporter.
