@@ -60,8 +60,8 @@ prune_tree build-fuzz
 # once and cached; build/ there is build-lt26/ here): the runner's units and the end-to-end
 # suites that load models (the same set the runner ASan phase runs), the aoti backend against
 # torch 2.6 in Python (e2e_aoti), the onnxruntime backends (driftgate-ort, built with driftgate)
-# against onnxruntime in Python (e2e_onnxruntime), then the upgrade gate: a 1.13 baseline, a 2.6
-# run (e2e_upgrade).
+# against onnxruntime in Python (e2e_onnxruntime) and their tier 2 against a Python localizer
+# (e2e_onnxruntime_tier2), then the upgrade gate: a 1.13 baseline, a 2.6 run (e2e_upgrade).
 # Left to the 1.13 phase, as code that does not differ between the lines: the torch-free suites
 # (differ, ci, core: no LibTorch in them), and the long model sweeps (e2e_tier2_differential,
 # e2e_demo_suite, e2e_float32_modules), whose machinery the runner tests exercise under both.
@@ -74,7 +74,7 @@ if [[ ${DRIFTGATE_TEST_LT26:-1} == 1 ]]; then
       -DDRIFTGATE_WITH_TORCH=ON >/dev/null && cmake --build build -j"$(nproc)" --target "$@" &&
     if [[ $prune == 1 ]]; then find build -name "*.gch" -delete; fi &&
     ctest --test-dir build --output-on-failure -j"$(nproc)" \
-      -R "^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain|aoti|onnxruntime)$"' \
+      -R "^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain|aoti|onnxruntime|onnxruntime_tier2)$"' \
     lt26 "$prune" "${lt26_targets[@]}"
   phase "the upgrade test"
   DRIFTGATE_REQUIRE_LT26=1 ctest --test-dir build --output-on-failure -R '^e2e_upgrade$'  # 1.13 baseline, 2.6 run
