@@ -37,6 +37,7 @@ a skip line and exits 0.
 Usage: onnxruntime_tier2_test.py [DRIFTGATE]   (default: $DRIFTGATE, else driftgate on PATH)
 """
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -441,6 +442,23 @@ def main():
     checks = read_checks(run_file) if os.path.exists(run_file) else {}
     for check_id, (everything, layers, rows, block) in expected.items():
         compare(check_id, checks.get(check_id), everything, layers, rows, block)
+    # explain --target-model with an ONNX file: the clean config's check, the perturbed file as
+    # the target, must give the perturbed run's localization.
+    for name, _size, _node, _block in CASES:
+        json_path = os.path.join(work, f"{name}.explain.json")
+        command = [driftgate, "explain", f"{name}/x/cpu_fp32~onnxruntime/out", os.path.join(work, f"{name}.yaml"),
+                   "--target-model", os.path.join(work, f"{name}_perturbed.onnx"), "--json", json_path]
+        result = subprocess.run(command, capture_output=True, text=True)
+        run_record = checks.get(f"{name}_perturbed/x/cpu_fp32~onnxruntime/out") or {}
+        want = (run_record.get("localization") or {}).get("first_divergent")
+        got = {}
+        if result.returncode == 1 and os.path.exists(json_path):
+            with open(json_path) as f:
+                got = json.load(f)
+        check(result.returncode == 1 and got.get("alignment") == "onnx_scope" and want and
+              got.get("first_divergent") == want,
+              f"{name}: explain --target-model {name}_perturbed.onnx: exit {result.returncode}, first divergent "
+              f"{got.get('first_divergent')!r} (the perturbed run's: {want!r}) {result.stderr.strip()[-400:]}")
     return summary()
 
 
