@@ -17,8 +17,9 @@ cd "$(dirname "$0")/.."
 # Disk: the builds, the Debian 13 root and the caches take ~10 GB at the peak (the 2.6 phase).
 # DRIFTGATE_TEST_PRUNE=1 (.ci/run sets it: a clean clone, nothing to rebuild afterwards) removes
 # each sanitizer and fuzz tree once its phase has passed, and each LibTorch tree's precompiled
-# header (~0.5 GB; only compiling needs it) once the tree is built. A developer's run keeps them
-# for incremental builds. Each phase prints the free space, so a full disk is seen, not guessed.
+# header, objects and static libraries (~1.5 GB a tree; only compiling and linking need them, no
+# test builds anything) once the tree is built. A developer's run keeps them for incremental
+# builds. Each phase prints the free space, so a full disk is seen, not guessed.
 prune=${DRIFTGATE_TEST_PRUNE:-0}
 phase() {
   echo "test.sh: $1 ($(df -BM --output=avail . | tail -1 | tr -d ' M') MiB free here)"
@@ -26,15 +27,15 @@ phase() {
 prune_tree() {  # prune_tree DIR: a finished phase's build tree
   if [[ $prune == 1 ]]; then rm -rf "$1"; fi
 }
-prune_pch() {  # prune_pch DIR: a built tree's precompiled headers
-  if [[ $prune == 1 ]]; then find "$1" -name '*.gch' -delete; fi
+prune_built() {  # prune_built DIR: what only compiling and linking a built tree need
+  if [[ $prune == 1 ]]; then find "$1" \( -name '*.gch' -o -name '*.o' -o -name '*.a' \) -delete; fi
 }
 phase "install"
 tools/install-deps.sh
 tools/lint.sh --format  # seconds: every tracked C++ file as .clang-format says
 phase "the LibTorch build (build/)"
 tools/build.sh
-prune_pch build
+prune_built build
 phase "the LibTorch suite"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 sanitized=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
@@ -72,7 +73,7 @@ if [[ ${DRIFTGATE_TEST_LT26:-1} == 1 ]]; then
   phase "the LibTorch 2.6 phase (Debian 13 root, build-lt26/)"
   bash tools/debian13.sh bash -c 'prune=$1 && shift && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DDRIFTGATE_WITH_TORCH=ON >/dev/null && cmake --build build -j"$(nproc)" --target "$@" &&
-    if [[ $prune == 1 ]]; then find build -name "*.gch" -delete; fi &&
+    if [[ $prune == 1 ]]; then find build \( -name "*.gch" -o -name "*.o" -o -name "*.a" \) -delete; fi &&
     ctest --test-dir build --output-on-failure -j"$(nproc)" \
       -R "^runner[._]|^e2e_(export_test_models|cli|bad_inputs|bad_configs|gate|tier3|explain|aoti|onnxruntime|onnxruntime_tier2)$"' \
     lt26 "$prune" "${lt26_targets[@]}"
