@@ -73,8 +73,8 @@ std::optional<ExplainRequest> parse_request(CommandContext& context) {
       "experiment config files; one of them defines the check's experiment (positional)")(
       "target-model", po::value<std::string>(&request.target_model),
       "load the target backend from this file instead of the experiment's model (TorchScript; ONNX for an "
-      "onnxruntime target)")(
-      "json", po::value<std::string>(&request.json_path), "also write the localization as JSON to this file")(
+      "onnxruntime target)")("json", po::value<std::string>(&request.json_path),
+                             "also write the localization as JSON to this file")(
       "threads", po::value<int>(&request.threads)->default_value(1),
       "intra-op threads for backends that do not set their own")(
       "budget-mib", po::value<int64_t>(&request.budget_mib)->default_value(256),

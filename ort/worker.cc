@@ -38,16 +38,16 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace {
 
-constexpr size_t k_max_line = 1 << 20;  // a request naming every value of a large graph to mark
+constexpr size_t k_max_line = 1 << 20;                // a request naming every value of a large graph to mark
 constexpr int64_t k_max_elements = int64_t{1} << 28;  // the runner's bound on an input's size
 
 void write_all(const void* data, size_t size) {
@@ -236,8 +236,9 @@ onnx::ModelProto read_model(const std::string& path) {
   }
   for (const onnx::TensorProto& initializer : model.graph().initializer()) {
     if (initializer.data_location() == onnx::TensorProto::EXTERNAL) {
-      throw std::runtime_error("its weights are in external data files; tier 2 marks values in a copy of the model "
-                               "held in memory, which cannot find them");
+      throw std::runtime_error(
+          "its weights are in external data files; tier 2 marks values in a copy of the model "
+          "held in memory, which cannot find them");
     }
   }
   return model;

@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "runner/rules.h"
 #include "runner/subprocess.h"
 #include "runner/tier2_align.h"
 #include "runner/tier2_capture.h"
-#include "runner/rules.h"
 #include "runner/tier2_onnx.h"
 
 namespace driftgate {
@@ -140,9 +140,10 @@ class Localizer {
     assign_statuses_and_ranks(result);
     if (m_onnx != nullptr) {
       if (m_marking_changed > 0.0) {
-        add_note("marking the compared values as outputs changed what ONNX Runtime computes: that session's "
-                 "outputs differ from the plain session's by up to " + format_value(m_marking_changed) +
-                 ", and the layers describe that session");
+        add_note(
+            "marking the compared values as outputs changed what ONNX Runtime computes: that session's "
+            "outputs differ from the plain session's by up to " +
+            format_value(m_marking_changed) + ", and the layers describe that session");
       }
       if (!result.first_divergent.empty()) {
         add_note("re-injection is not run on ONNX Runtime targets: the session runs its graph whole");

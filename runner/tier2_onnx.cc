@@ -25,8 +25,8 @@ bool numeric(const std::string& atom) {
 }
 
 bool within(const std::string& path, const std::string& module) {
-  return path == module || (path.size() > module.size() && path.compare(0, module.size(), module) == 0 &&
-                            path[module.size()] == '.');
+  return path == module ||
+         (path.size() > module.size() && path.compare(0, module.size(), module) == 0 && path[module.size()] == '.');
 }
 
 // The reference's module below `parent` (the model itself: "") that an ONNX scope component
@@ -137,8 +137,9 @@ OnnxScopeAlignment align_onnx_scopes(const std::vector<CapturePoint>& reference,
   }
   const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
   if (scoped == 0) {
-    result.note = "the ONNX file's node names carry no module scope (torch.onnx.export's TorchScript-based "
-                  "exporter writes them, e.g. /layer1/layer1.0/conv1/Conv), so no value is paired";
+    result.note =
+        "the ONNX file's node names carry no module scope (torch.onnx.export's TorchScript-based "
+        "exporter writes them, e.g. /layer1/layer1.0/conv1/Conv), so no value is paired";
     return result;
   }
   if (unresolved_nodes > 0) {
@@ -225,8 +226,8 @@ OnnxScopeAlignment align_onnx_scopes(const std::vector<CapturePoint>& reference,
       for (const std::string& output : graph.nodes[n].outputs) {
         const auto read = readers.find(output);
         const bool read_outside =
-            read != readers.end() && std::any_of(read->second.begin(), read->second.end(),
-                                                 [&](size_t r) { return !within(scope[r], module); });
+            read != readers.end() &&
+            std::any_of(read->second.begin(), read->second.end(), [&](size_t r) { return !within(scope[r], module); });
         if (read_outside || graph_outputs.count(output) != 0) {
           value = output;
           ++values;
