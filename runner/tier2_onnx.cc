@@ -63,12 +63,11 @@ std::vector<std::string> instances(const std::string& callstack) {
 
 }  // namespace
 
-std::string onnx_node_module(const std::string& node_name, const std::vector<std::string>& module_list,
-                             std::string* repeated, bool* unresolved) {
+std::string onnx_node_module(const std::string& node_name, const std::set<std::string>& modules, std::string* repeated,
+                             bool* unresolved) {
   if (node_name.empty() || node_name[0] != '/') {
     return "";
   }
-  const std::set<std::string> modules(module_list.begin(), module_list.end());
   std::vector<std::string> components = split(node_name.substr(1), '/');
   components.pop_back();  // the op's own name
   std::string path;
@@ -99,15 +98,14 @@ OnnxScopeAlignment align_onnx_scopes(const std::vector<CapturePoint>& reference,
   result.target_of.assign(reference.size(), std::nullopt);
 
   // The reference's modules: every path a point names, and their ancestors.
-  std::set<std::string> module_set;
+  std::set<std::string> modules;
   for (const CapturePoint& point : reference) {
     std::string path;
     for (const std::string& atom : point.module.empty() ? std::vector<std::string>() : split(point.module, '.')) {
       path += (path.empty() ? "" : ".") + atom;
-      module_set.insert(path);
+      modules.insert(path);
     }
   }
-  const std::vector<std::string> modules(module_set.begin(), module_set.end());
 
   // The ONNX side: each node's module, the modules called more than once, who reads each value.
   std::vector<std::string> scope(graph.nodes.size());

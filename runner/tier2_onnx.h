@@ -26,6 +26,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,8 @@ struct OnnxScopeAlignment {
 // on the reference's callstack. "relu_1" (a repeated call) resolves to "relu", which is then
 // named in *repeated. Components that name no known module stop the walk there
 // (*unresolved). A name without a leading '/' has no scope: "".
-std::string onnx_node_module(const std::string& node_name, const std::vector<std::string>& modules,
-                             std::string* repeated, bool* unresolved);
+std::string onnx_node_module(const std::string& node_name, const std::set<std::string>& modules, std::string* repeated,
+                             bool* unresolved);
 
 OnnxScopeAlignment align_onnx_scopes(const std::vector<CapturePoint>& reference, const OnnxGraph& graph);
 

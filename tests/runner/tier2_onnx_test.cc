@@ -43,9 +43,9 @@ std::optional<std::string> paired(const OnnxScopeAlignment& alignment, size_t po
 }
 
 TEST(Tier2Onnx, ScopeComponentsResolveToModulePaths) {
-  const std::vector<std::string> modules = {"features", "features.0",          "features.0.0",          "layer2",
-                                            "layer2.0", "layer2.0.downsample", "layer2.0.downsample.0", "layer2.0.relu",
-                                            "block",    "block.block"};
+  const std::set<std::string> modules = {"features", "features.0",          "features.0.0",          "layer2",
+                                         "layer2.0", "layer2.0.downsample", "layer2.0.downsample.0", "layer2.0.relu",
+                                         "block",    "block.block"};
   std::string repeated;
   bool unresolved = false;
   EXPECT_EQ(onnx_node_module("/layer2/layer2.0/downsample/downsample.0/Conv", modules, &repeated, &unresolved),
@@ -64,13 +64,13 @@ TEST(Tier2Onnx, ScopeComponentsResolveToModulePaths) {
   // A backbone that iterates its ModuleList (`for block in self.features`): the list is no call
   // level on the reference's callstacks ("backbone.0"), its elements keep its name in the file
   // (SSDlite's, as torch.onnx.export 2.6 writes it).
-  const std::vector<std::string> iterated = {"backbone",
-                                             "backbone.0",
-                                             "backbone.0.1",
-                                             "backbone.0.1.block",
-                                             "head",
-                                             "head.classification_head",
-                                             "head.classification_head.5"};
+  const std::set<std::string> iterated = {"backbone",
+                                          "backbone.0",
+                                          "backbone.0.1",
+                                          "backbone.0.1.block",
+                                          "head",
+                                          "head.classification_head",
+                                          "head.classification_head.5"};
   repeated.clear();
   unresolved = false;
   EXPECT_EQ(onnx_node_module("/backbone/features.0/features.0.1/block/Conv", iterated, &repeated, &unresolved),
