@@ -2,10 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ci/event_payload.h"
 #include "core/error.h"
-#include "core/file_util.h"
-#include "core/input_file.h"
-#include "core/strict_json.h"
 
 namespace driftgate {
 
@@ -20,28 +18,19 @@ std::optional<std::string> lookup(const std::map<std::string, std::string>& env,
 }
 
 // pull_request.{base,head}.sha from a GitHub event payload; absent for other events.
-void read_github_event(const std::string& path, CiContext& context) {
-  nlohmann::json payload;
-  try {
-    payload = parse_json_strict(read_input_file(path, k_event_payload));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " (GITHUB_EVENT_PATH): not a valid event payload (" + e.what() +
-                "); pass --base REV to choose the baseline by hand");
-  } catch (const Error& e) {
-    std::string what = e.what();
-    throw Error(what.rfind(path, 0) == 0
-                    ? what
-                    : path + " (GITHUB_EVENT_PATH): " + what + "; pass --base REV to choose the baseline by hand");
-  }
-  if (!payload.is_object() || !payload.contains("pull_request")) {
+// The payload is read as `post github` reads it (event_payload.h).
+void read_github_event(const std::string& path, const std::string& event_name, CiContext& context) {
+  const std::string remedy = "pass --base REV to choose the baseline by hand";
+  nlohmann::json payload = read_event_payload(path, remedy);
+  const nlohmann::json* pull_request = pull_request_of(payload, path, event_name, remedy);
+  if (pull_request == nullptr) {
     return;
   }
-  const auto& pull_request = payload["pull_request"];
   auto sha_at = [&](const char* side) -> std::optional<std::string> {
-    if (!pull_request.is_object() || !pull_request.contains(side) || !pull_request[side].is_object()) {
+    if (!pull_request->contains(side) || !(*pull_request)[side].is_object()) {
       return std::nullopt;
     }
-    const auto& sha = pull_request[side].value("sha", nlohmann::json());
+    const auto& sha = (*pull_request)[side].value("sha", nlohmann::json());
     if (!sha.is_string()) {
       throw Error(path + " (GITHUB_EVENT_PATH): pull_request." + side + ".sha is missing or not a string");
     }
@@ -58,7 +47,7 @@ CiContext read_ci_context(const std::map<std::string, std::string>& env) {
   if (lookup(env, "GITHUB_ACTIONS")) {
     context.system = "github";
     if (auto path = lookup(env, "GITHUB_EVENT_PATH")) {
-      read_github_event(*path, context);
+      read_github_event(*path, lookup(env, "GITHUB_EVENT_NAME").value_or(""), context);
     }
     if (!context.head_sha) {
       context.head_sha = lookup(env, "GITHUB_SHA");

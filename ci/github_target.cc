@@ -4,13 +4,11 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "ci/event_payload.h"
 #include "ci/json_fields.h"
 #include "ci/url.h"
 #include "core/error.h"
-#include "core/file_util.h"
-#include "core/input_file.h"
 #include "core/safe_text.h"
-#include "core/strict_json.h"
 
 namespace driftgate {
 
@@ -82,23 +80,12 @@ bool is_repository_name(const std::string& text) {
          name != "." && name != "..";
 }
 
-Json read_event(const std::string& path) {
-  Json payload;
-  try {
-    payload = parse_json_strict(read_input_file(path, k_event_payload));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + " (GITHUB_EVENT_PATH): not a JSON event payload (" + std::string(e.what()) +
-                "); pass --pr and --sha instead");
-  } catch (const Error& e) {
-    std::string what = e.what();
-    // The reader's own messages start with the path; a repeated key's does not.
-    throw Error(what.rfind(path, 0) == 0 ? what : path + " (GITHUB_EVENT_PATH): " + what + ". Nothing was posted");
-  }
-  if (!payload.is_object()) {
-    throw Error(path + " (GITHUB_EVENT_PATH): not a JSON event payload (not an object); pass --pr and --sha instead");
-  }
-  return payload;
+bool is_full_sha(const std::string& text) {
+  return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
+
+// What `post github` says after any problem with the payload.
+const char* const k_post_remedy = "pass --pr N and --sha SHA to post by hand. Nothing was posted";
 
 // Names in the payload that pick where to post must be what GitHub writes.
 void require_repository_name(const std::string& name, const std::string& event_path, const std::string& field) {
@@ -108,9 +95,7 @@ void require_repository_name(const std::string& name, const std::string& event_p
   }
 }
 
-void from_pull_request_event(const Json& payload, const std::string& event_path, bool have_pr_flag,
-                             GithubTarget& target) {
-  const Json& pull = payload["pull_request"];
+void from_pull_request_event(const Json& pull, const std::string& event_path, bool have_pr_flag, GithubTarget& target) {
   std::string head_repo = at_path(pull, {"head", "repo", "full_name"});
   std::string base_repo = at_path(pull, {"base", "repo", "full_name"});
   require_repository_name(head_repo, event_path, "pull_request.head.repo.full_name");
@@ -167,11 +152,16 @@ GithubTarget resolve_github_target(const std::map<std::string, std::string>& env
   target.event_name = env_value(env, "GITHUB_EVENT_NAME");
   std::string event_path = env_value(env, "GITHUB_EVENT_PATH");
   if (!event_path.empty()) {
-    Json payload = read_event(event_path);
-    if (payload.contains("pull_request") && payload["pull_request"].is_object()) {
-      from_pull_request_event(payload, event_path, flags.pr.has_value(), target);
+    Json payload = read_event_payload(event_path, k_post_remedy);
+    if (const Json* pull = pull_request_of(payload, event_path, target.event_name, k_post_remedy)) {
+      from_pull_request_event(*pull, event_path, flags.pr.has_value(), target);
     } else if (payload.contains("workflow_run") && payload["workflow_run"].is_object()) {
       from_workflow_run_event(payload, event_path, target);
+    } else if (target.event_name == "workflow_run") {
+      throw Error(event_path +
+                  " (GITHUB_EVENT_PATH): a workflow_run event without a workflow_run object; the payload "
+                  "is not one GitHub wrote for that event (GITHUB_EVENT_NAME); " +
+                  std::string(k_post_remedy));
     }
   }
   target.api_url = flags.api_url.value_or(env_value(env, "GITHUB_API_URL"));
@@ -197,10 +187,18 @@ GithubTarget resolve_github_target(const std::map<std::string, std::string>& env
   if (flags.sha) {
     target.head_sha = *flags.sha;
   }
-  if (target.head_sha.size() != 40 || target.head_sha.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw Error("--sha '" + target.head_sha +
-                "': the PR head commit must be a full 40-hex SHA (default: pull_request.head.sha or "
-                "workflow_run.head_sha from GITHUB_EVENT_PATH)");
+  if (!is_full_sha(target.head_sha)) {
+    if (flags.sha) {
+      throw Error("--sha '" + escape_invisible(target.head_sha) + "': the PR head commit must be a full 40-hex SHA");
+    }
+    if (event_path.empty()) {
+      throw Error(
+          "no head commit: pass --sha SHA (the PR head), or run in a pull_request or workflow_run workflow "
+          "(GITHUB_EVENT_PATH)");
+    }
+    throw Error(event_path +
+                " (GITHUB_EVENT_PATH): " + (target.verify_pull ? "workflow_run.head_sha" : "pull_request.head.sha") +
+                " is '" + escape_invisible(target.head_sha) + "', not a full 40-hex SHA; " + k_post_remedy);
   }
   if (target.pr == 0 && !target.verify_pull) {
     throw Error("no pull request: pass --pr N, or run in a pull_request or workflow_run workflow (GITHUB_EVENT_PATH)");

@@ -64,6 +64,26 @@ TEST(CiContext, MalformedGithubPayloadIsAnErrorNamingTheFile) {
   }
 }
 
+// diff reads the payload as post does (ci/event_payload.h): a top-level array, which post
+// refused while diff gated as if there were no event, is an error for both.
+TEST(CiContext, PayloadsPostRefusesAreRefusedHereToo) {
+  std::string array = write_temp("dg_event_array.json", R"([{"pull_request":{"base":{"sha":"aaa"}}}])");
+  try {
+    read_ci_context({{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", array}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), array +
+                                         " (GITHUB_EVENT_PATH): not a valid event payload (the top level is an array; "
+                                         "GitHub writes an object); pass --base REV to choose the baseline by hand");
+  }
+  std::string no_pull = write_temp("dg_event_no_pull.json", R"({"action":"opened","number":3})");
+  EXPECT_THROW(read_ci_context(
+                   {{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", no_pull}, {"GITHUB_EVENT_NAME", "pull_request"}}),
+               Error);
+  EXPECT_FALSE(read_ci_context({{"GITHUB_ACTIONS", "true"}, {"GITHUB_EVENT_PATH", no_pull}}).base_sha)
+      << "another event's payload (no GITHUB_EVENT_NAME): no base";
+}
+
 TEST(CiContext, GitlabMergeRequestUsesDiffBaseSha) {
   CiContext context =
       read_ci_context({{"GITLAB_CI", "true"}, {"CI_MERGE_REQUEST_DIFF_BASE_SHA", "ddd"}, {"CI_COMMIT_SHA", "eee"}});

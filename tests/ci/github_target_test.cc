@@ -122,6 +122,35 @@ TEST_F(GithubTargetTest, WorkflowRunOfANonPullRequestRunHasNothingToPostTo) {
                Error);
 }
 
+// Two payloads of the hostile-input corpus (tests/data/bad_inputs) that `post` and `diff`
+// once read differently: both now go through event_payload.h.
+TEST_F(GithubTargetTest, MissingOrMisshapenEventObjectsAreNamed) {
+  nlohmann::json payload = event("pull_request.opened.json");
+  payload.erase("pull_request");
+  try {
+    resolve_github_target(env_for(payload, "pull_request"), GithubFlags{});
+    FAIL();
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("(GITHUB_EVENT_PATH): a pull_request event without a pull_request object"), std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("--sha ''"), std::string::npos) << "no --sha was given: " << what;
+  }
+  try {
+    resolve_github_target(env_for(nlohmann::json::array({event("pull_request.opened.json")}), "pull_request"),
+                          GithubFlags{});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a valid event payload (the top level is an array; GitHub writes an "
+                                         "object)"),
+              std::string::npos)
+        << e.what();
+  }
+  nlohmann::json run = event("workflow_run.completed.json");
+  run.erase("workflow_run");
+  EXPECT_THROW(resolve_github_target(env_for(run, "workflow_run"), GithubFlags{}), Error);
+}
+
 TEST_F(GithubTargetTest, FlagsOverrideAndBadValuesSayWhatToPass) {
   GithubFlags flags;
   flags.repo = "octo/app";
