@@ -41,9 +41,11 @@ const CommandHelp k_help{
     "into this repository, the run's head SHA). The status and check run are green only when the report says\n"
     "pass and (in a workflow_run) the run concluded success; no_baseline is never green (status error, check\n"
     "run failure; GitLab: failed). report.json over 32 MiB or nested deeper than 32 levels exits 2.\n"
-    "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_MERGE_REQUEST_SOURCE_BRANCH_SHA\n"
-    "(merged-results pipelines) or CI_COMMIT_SHA; the token is a project\n"
-    "access token with api scope (default variable DRIFTGATE_GITLAB_TOKEN). https only (http to loopback).\n"
+    "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_COMMIT_SHA and CI_PIPELINE_ID (the\n"
+    "status joins this pipeline, merged-results pipelines included); the token (default variable\n"
+    "DRIFTGATE_GITLAB_TOKEN) needs api scope, the Reporter role for the note and Developer for the status: a\n"
+    "status refused (403) once the note is posted is a warning, exit 0 (--on-status-refused fail: exit 2).\n"
+    "https only (http to loopback).\n"
     "Exit 0 when posted, whatever the verdict (the diff step gates); 2 on bad input or an API error.\n"
     "--dry-run prints every request with its headers (token redacted) and answers as an empty API; nothing is\n"
     "sent. In a workflow_run it prints the PR lookup, and with --pr N the requests that post on N.\n"
@@ -107,13 +109,14 @@ struct PostRequest {
   GitlabFlags gitlab;
   bool dry_run = false;
   bool verbose = false;
+  StatusRefused status_refused = StatusRefused::k_warn;
   HttpTimeouts timeouts;
   std::string ca_file;  // PEM bundle for https ("" : the system store)
 };
 
 std::optional<PostRequest> parse_request(CommandContext& context) {
   PostRequest request;
-  std::string api_url, repo, sha, project_id, token_env, trend_path, trend_branch;
+  std::string api_url, repo, sha, project_id, token_env, trend_path, trend_branch, on_status_refused;
   int pr = 0, mr = 0, connect_s = 10, read_s = 30;
   bool no_check_run = false;
   po::options_description options;
@@ -134,6 +137,8 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       "token-env", po::value<std::string>(&token_env),
       "variable holding the token (default: GITHUB_TOKEN; DRIFTGATE_GITLAB_TOKEN for gitlab)")(
       "no-check-run", po::bool_switch(&no_check_run), "GitHub: commit status only, no check run")(
+      "on-status-refused", po::value<std::string>(&on_status_refused)->default_value("warn"),
+      "GitLab: a commit status refused for the token's role (403) after the note: warn (exit 0) or fail (exit 2)")(
       "comment-author", po::value<std::string>(&request.settings.comment_author),
       "GitHub: the login the token writes as (default: GET /user, else github-actions[bot]); "
       "another GitHub App's token: APP-SLUG[bot]")("connect-timeout", po::value<int>(&connect_s)->default_value(10),
@@ -172,6 +177,15 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
                   "': expected a GitHub login (1-39 letters, digits or hyphens), or APP-SLUG[bot] for a GitHub App");
     }
   }
+  if (on_status_refused != "warn" && on_status_refused != "fail") {
+    throw Error("--on-status-refused '" + on_status_refused + "': use warn or fail");
+  }
+  if (!variables["on-status-refused"].defaulted() && request.system != "gitlab") {
+    throw Error(
+        "--on-status-refused is for driftgate post gitlab (GitHub's missing permission stops with the "
+        "permissions: entry to add)");
+  }
+  request.status_refused = on_status_refused == "fail" ? StatusRefused::k_fail : StatusRefused::k_warn;
   if (variables.count("trend-markdown") != 0) {
     request.settings.trend = read_trend(trend_path, trend_branch);
   } else if (!variables["trend-branch"].defaulted()) {
@@ -251,7 +265,7 @@ int cmd_post(CommandContext& context) {
   config.advisor = gitlab_advice;
   ApiClient client(transport, clock, redactor, config);
   GitlabApi api(client, target.api_url, target.project_id);
-  post_gitlab(report, target, request->settings, api, clock, config.retry, context.err);
+  post_gitlab(report, target, request->settings, api, clock, config.retry, context.err, request->status_refused);
   return 0;
 }
 

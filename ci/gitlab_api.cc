@@ -30,11 +30,12 @@ HttpHeaders gitlab_headers(const std::string& token) {
 std::string gitlab_advice(const HttpRequest& /*request*/, const HttpResponse& response) {
   switch (response.status) {
     case 401:
-      return "the token was rejected; put a project access token with `api` scope in a masked CI/CD variable and "
+      return "the token was rejected; put a project access token (GitLab.com Free: a bot user's personal access "
+             "token) with `api` scope in a masked CI/CD variable and "
              "name it with --token-env (CI_JOB_TOKEN cannot write notes or statuses)";
     case 403:
-      return "the token may not do this; it needs `api` scope and at least the Reporter role (Developer for "
-             "commit statuses)";
+      return "the token may not do this; it needs `api` scope, at least the Reporter role for notes and the "
+             "Developer role for commit statuses";
     case 404:
       return "not found; check --project-id, --mr and --api-url, and that the token's user can see the project";
     default:
@@ -113,10 +114,14 @@ void GitlabApi::update_note(int mr, const std::string& id, const std::string& bo
 }
 
 void GitlabApi::create_status(const std::string& sha, const std::string& state, const std::string& name,
-                              const std::string& description, const std::string& target_url) {
+                              const std::string& description, const std::string& target_url,
+                              const std::string& pipeline_id) {
   Json request{{"state", state}, {"name", name}, {"description", truncate_utf8(description, 255)}};
   if (!target_url.empty()) {
     request["target_url"] = target_url;
+  }
+  if (!pipeline_id.empty()) {
+    request["pipeline_id"] = std::stoll(pipeline_id);  // an Integer parameter (lib/api/commit_statuses.rb)
   }
   m_client.send("POST", m_project_url + "/statuses/" + url_encode(sha), request.dump());
 }

@@ -2,8 +2,8 @@
 //
 // Merge request notes (list with per_page=100 following X-Next-Page, create,
 // update), a commit status, and GET /user for the token's own user. Auth is
-// PRIVATE-TOKEN: a project access token with `api` scope (CI_JOB_TOKEN cannot write
-// notes or statuses).
+// PRIVATE-TOKEN: a project access token (or a bot user's personal access token) with `api`
+// scope (CI_JOB_TOKEN cannot write notes or statuses).
 #pragma once
 
 #include <string>
@@ -29,9 +29,11 @@ class GitlabApi {
   std::vector<ThreadComment> list_notes(int mr);
   std::string create_note(int mr, const std::string& body);
   void update_note(int mr, const std::string& id, const std::string& body);
-  // state: "pending", "running", "success", "failed", "canceled".
+  // state: "pending", "running", "success", "failed", "canceled"; pipeline_id: the
+  // pipeline the status joins ("" : GitLab picks the newest pipeline of `sha`).
   void create_status(const std::string& sha, const std::string& state, const std::string& name,
-                     const std::string& description, const std::string& target_url);
+                     const std::string& description, const std::string& target_url,
+                     const std::string& pipeline_id = "");
 
  private:
   ApiClient& m_client;

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "ci/api_client.h"
 #include "ci/comment_body.h"
 #include "ci/url.h"
 #include "core/error.h"
@@ -44,28 +45,34 @@ GitlabTarget resolve_gitlab_target(const std::map<std::string, std::string>& env
   if (target.mr < 1) {
     throw Error("--mr " + std::to_string(target.mr) + ": a merge request IID is at least 1");
   }
-  // A merged-results pipeline runs on a temporary merge commit (CI_COMMIT_SHA) and names
-  // the MR head in CI_MERGE_REQUEST_SOURCE_BRANCH_SHA, which is empty in ordinary MR
-  // pipelines (gitlab-org/gitlab#330964, #249093): the status belongs on the head.
-  std::string source_sha = env_value(env, "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA");
-  target.sha = flags.sha.value_or(source_sha.empty() ? env_value(env, "CI_COMMIT_SHA") : source_sha);
+  // The pipeline's own commit and id: the status lands in this pipeline (gitlab_post.h).
+  std::string commit = env_value(env, "CI_COMMIT_SHA");
+  target.sha = flags.sha.value_or(commit);
   if (target.sha.size() != 40 || target.sha.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw Error("--sha '" + target.sha +
-                "': the MR head commit must be a full 40-hex SHA (default: CI_MERGE_REQUEST_SOURCE_BRANCH_SHA in "
-                "merged-results pipelines, else CI_COMMIT_SHA)");
+    throw Error((flags.sha ? "--sha '" : "CI_COMMIT_SHA '") + target.sha +
+                "': the commit for the status must be a full 40-hex SHA; pass --sha SHA or run in a merge request "
+                "pipeline (CI_COMMIT_SHA)");
+  }
+  std::string pipeline = env_value(env, "CI_PIPELINE_ID");
+  if (target.sha == commit && !pipeline.empty() && pipeline.size() <= 18 &&
+      pipeline.find_first_not_of("0123456789") == std::string::npos) {
+    target.pipeline_id = pipeline;
   }
   target.token = env_value(env, flags.token_env);
   if (target.token.empty()) {
-    throw Error("--token-env " + flags.token_env +
-                ": the variable is unset or empty; store a project access token with `api` scope in a masked CI/CD "
-                "variable of that name (CI_JOB_TOKEN cannot write notes or statuses)");
+    throw Error(
+        "--token-env " + flags.token_env +
+        ": the variable is unset or empty; store a project access token (GitLab.com Free: a bot user's personal "
+        "access token) with `api` scope in a masked CI/CD "
+        "variable of that name (CI_JOB_TOKEN cannot write notes or statuses)");
   }
   target.job_url = env_value(env, "CI_JOB_URL");
   return target;
 }
 
 GitlabPostResult post_gitlab(const nlohmann::json& report, const GitlabTarget& target, const PostSettings& settings,
-                             GitlabApi& api, Clock& clock, const RetryPolicy& policy, std::ostream& log) {
+                             GitlabApi& api, Clock& clock, const RetryPolicy& policy, std::ostream& log,
+                             StatusRefused on_refused) {
   std::string artifact = settings.artifact_url.empty() ? target.job_url : settings.artifact_url;
   std::string project = settings.project.empty() ? target.project_id : settings.project;
   std::string marker = sticky_marker(project, settings.key);
@@ -79,9 +86,21 @@ GitlabPostResult post_gitlab(const nlohmann::json& report, const GitlabTarget& t
   std::string verdict = report.value("verdict", "");
   // no_baseline gated nothing: never green (GitLab statuses have no neutral state).
   std::string state = verdict == "pass" ? "success" : "failed";
-  api.create_status(target.sha, state, status_name(settings), verdict_line(report), artifact);
-  log << "driftgate post: status " << state << " on " << target.sha.substr(0, 12) << "\n";
-  return GitlabPostResult{sticky.created, sticky.id};
+  std::string where =
+      target.sha.substr(0, 12) + (target.pipeline_id.empty() ? "" : " in pipeline " + target.pipeline_id);
+  try {
+    api.create_status(target.sha, state, status_name(settings), verdict_line(report), artifact, target.pipeline_id);
+  } catch (const ApiError& e) {
+    if (e.status() != 403 || on_refused == StatusRefused::k_fail) {
+      throw;
+    }
+    log << "driftgate post: warning: the commit status was refused (" << e.what()
+        << "). The note above carries the verdict; give the token the Developer role to get the status too, or "
+           "pass --on-status-refused fail to make this an error\n";
+    return GitlabPostResult{sticky.created, sticky.id, false};
+  }
+  log << "driftgate post: status " << state << " on " << where << "\n";
+  return GitlabPostResult{sticky.created, sticky.id, true};
 }
 
 }  // namespace driftgate

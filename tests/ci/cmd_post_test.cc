@@ -155,13 +155,24 @@ TEST_F(CmdPostTest, GitlabDryRunUsesCiVariables) {
                                                              {"CI_PROJECT_ID", "group/proj"},
                                                              {"CI_MERGE_REQUEST_IID", "4"},
                                                              {"CI_COMMIT_SHA", std::string(40, 'e')},
+                                                             {"CI_PIPELINE_ID", "7001"},
                                                              {"DRIFTGATE_GITLAB_TOKEN", "glpat-secret-value"}});
   EXPECT_EQ(result.code, 0);
   EXPECT_NE(result.out.find("POST https://gitlab.example.com/api/v4/projects/group%2Fproj/merge_requests/4/notes"),
             std::string::npos)
       << result.out;
+  EXPECT_NE(
+      result.out.find("POST https://gitlab.example.com/api/v4/projects/group%2Fproj/statuses/" + std::string(40, 'e')),
+      std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("\"pipeline_id\":7001"), std::string::npos) << "the status joins this pipeline";
   EXPECT_NE(result.out.find("PRIVATE-TOKEN: ***"), std::string::npos);
   EXPECT_EQ(result.out.find("glpat-secret-value"), std::string::npos);
+}
+
+TEST_F(CmdPostTest, PlatformOnlyFlagsAreRefusedOnTheOtherPlatform) {
+  EXPECT_THROW(post({"github", report, "--dry-run", "--on-status-refused", "fail"}, github_env()), Error);
+  EXPECT_THROW(post({"gitlab", report, "--dry-run", "--on-status-refused", "ignore"}, github_env()), Error);
 }
 
 TEST_F(CmdPostTest, BadInputIsAnError) {

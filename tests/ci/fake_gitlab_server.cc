@@ -1,8 +1,10 @@
 #include "tests/ci/fake_gitlab_server.h"
 
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 #include "tests/ci/fake_faults.h"
 
@@ -19,8 +21,13 @@ void reply(httplib::Response& response, int status, const Json& body) {
 
 }  // namespace
 
-FakeGitlabServer::FakeGitlabServer(std::string project_id, std::string token)
+FakeGitlabServer::FakeGitlabServer(std::string project_id, std::string token, std::string role)
     : m_project_id(std::move(project_id)), m_token(std::move(token)) {
+  static const std::map<std::string, int> k_levels = {{"reporter", 20}, {"developer", 30}, {"maintainer", 40}};
+  if (!k_levels.count(role)) {
+    throw std::invalid_argument("fake GitLab: unknown role '" + role + "'");
+  }
+  m_role_level = k_levels.at(role);
   auto handler = [this](const httplib::Request& request, httplib::Response& response) { handle(request, response); };
   m_server.Get(".*", handler);
   m_server.Post(".*", handler);
@@ -60,6 +67,11 @@ void FakeGitlabServer::fail_next(const std::string& match, int status, httplib::
 void FakeGitlabServer::drop_after_apply_next(const std::string& match) {
   std::lock_guard<std::mutex> lock(m_mutex);
   m_faults.push_back(Fault{match, 0, {}, ""});
+}
+
+void FakeGitlabServer::add_pipeline(long long id, const std::string& sha) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_pipelines[id] = sha;
 }
 
 std::vector<std::string> FakeGitlabServer::take_violations() {
@@ -121,7 +133,7 @@ void FakeGitlabServer::serve(const httplib::Request& request, httplib::Response&
   Json body = Json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
   if (request.method == "POST" || request.method == "PUT") {
     // The documented fields of the calls driftgate makes; anything else is a mistake.
-    static const std::set<std::string> k_fields = {"body", "state", "name", "target_url", "description"};
+    static const std::set<std::string> k_fields = {"body", "state", "name", "target_url", "description", "pipeline_id"};
     if (!body.is_object()) {
       m_violations.push_back(line + ": the body is not a JSON object");
       body = Json::object();
@@ -193,18 +205,41 @@ void FakeGitlabServer::serve(const httplib::Request& request, httplib::Response&
     }
     reply(response, 404, Json{{"message", "404 Not found"}});
   } else if (request.method == "POST" && std::regex_match(request.path, match, k_status) && match[1] == m_project_id) {
+    if (m_role_level < 30) {  // authorize! :create_commit_status: Developer
+      reply(response, 403, Json{{"message", "403 Forbidden"}});
+      return;
+    }
     static const std::set<std::string> k_states = {"pending", "running", "success", "failed", "canceled"};
     if (!k_states.count(body.value("state", ""))) {
       m_violations.push_back(line + ": state '" + body.value("state", "") + "' is not a GitLab status state");
     }
+    if (body.contains("pipeline_id") && !body["pipeline_id"].is_number_integer()) {
+      m_violations.push_back(line + ": pipeline_id is not an integer");
+    }
+    // all_matching_pipelines: the newest pipeline of this SHA (with that id, when given).
+    long long landed = 0;
+    for (const auto& [id, sha] : m_pipelines) {
+      bool id_matches = !body.contains("pipeline_id") || body["pipeline_id"] == id;
+      if (sha == match[2] && id_matches) {
+        landed = id;
+      }
+    }
+    bool made = landed == 0;
+    if (made) {  // a new pipeline with source: external
+      landed = m_next_pipeline++;
+      m_pipelines[landed] = match[2];
+    }
     Json status = body;
     status["sha"] = match[2];
+    status["landed_in"] = landed;
+    status["new_pipeline"] = made;
     m_statuses.push_back(status);
     reply(response, 201,
           Json{{"id", m_next_id++},
                {"sha", match[2]},
                {"status", body.value("state", "")},
-               {"name", body.value("name", "default")}});
+               {"name", body.value("name", "default")},
+               {"pipeline_id", landed}});
   } else {
     m_violations.push_back(line + ": not an endpoint driftgate should call");
     reply(response, 404, Json{{"message", "404 Not found"}});

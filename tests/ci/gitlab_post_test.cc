@@ -119,12 +119,16 @@ TEST_F(GitlabPostTest, ServerErrorOrLostReplyOnCreateLeavesExactlyOneNote) {
 TEST_F(GitlabPostTest, ForbiddenOrRejectedTokenSaysWhatTheTokenNeeds) {
   server.fail_next("POST /api/v4/projects/314/statuses", 403, {}, 1, "403 Forbidden");
   try {
-    post(make_report("pass", {}));
+    HttplibTransport transport;
+    ApiConfig config{"GitLab", gitlab_headers(k_token), gitlab_advice, RetryPolicy{}, &log, true};
+    ApiClient client(transport, clock, redactor, config);
+    GitlabApi api(client, target.api_url, target.project_id);
+    post_gitlab(make_report("pass", {}), target, settings, api, clock, config.retry, log, StatusRefused::k_fail);
     FAIL() << "expected ApiError";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 403);
-    EXPECT_NE(std::string(e.what()).find("it needs `api` scope and at least the Reporter role (Developer for commit "
-                                         "statuses)"),
+    EXPECT_NE(std::string(e.what()).find("it needs `api` scope, at least the Reporter role for notes and the "
+                                         "Developer role for commit statuses"),
               std::string::npos)
         << e.what();
   }
@@ -140,7 +144,9 @@ TEST_F(GitlabPostTest, ForbiddenOrRejectedTokenSaysWhatTheTokenNeeds) {
     FAIL() << "expected ApiError";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 401);
-    EXPECT_NE(std::string(e.what()).find("project access token with `api` scope"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("personal access token) with `api` scope in a masked CI/CD variable"),
+              std::string::npos)
+        << e.what();
     EXPECT_EQ(std::string(e.what()).find("glpat-notTheRightOne1"), std::string::npos) << e.what();
   }
   EXPECT_EQ(log.str().find("glpat-"), std::string::npos) << log.str();
@@ -163,23 +169,94 @@ TEST_F(GitlabPostTest, TheFakeRejectsWhatGitlabWouldReject) {
   }
 }
 
-// GitLab's predefined variables (gitlab-org/gitlab#330964): in a merge request pipeline
-// CI_COMMIT_SHA is the MR head and CI_MERGE_REQUEST_SOURCE_BRANCH_SHA is empty; in a
+// A commit status needs the Developer role: GitLab's POST /projects/:id/statuses/:sha
+// authorizes :create_commit_status (lib/api/commit_statuses.rb) and answers 403 to a
+// Reporter (spec/requests/api/commit_statuses_spec.rb, "reporter user ... does not create
+// commit status"). The fake refuses it the same way; the note, which a Reporter may
+// write, is posted, and the refused status is a warning (exit 0) unless asked otherwise.
+TEST(GitlabPostRoles, ReporterTokenPostsTheNoteAndWarnsAboutTheStatus) {
+  FakeGitlabServer reporter_server{"314", k_token, "reporter"};
+  GitlabTarget target = resolve_gitlab_target({{"CI_API_V4_URL", reporter_server.url()},
+                                               {"CI_PROJECT_ID", "314"},
+                                               {"CI_MERGE_REQUEST_IID", "9"},
+                                               {"CI_COMMIT_SHA", k_sha},
+                                               {"DRIFTGATE_GITLAB_TOKEN", k_token}},
+                                              GitlabFlags{});
+  Redactor redactor;
+  redactor.add_secret(k_token);
+  test::FakeClock clock;
+  std::ostringstream log;
+  HttplibTransport transport;
+  ApiConfig config{"GitLab", gitlab_headers(k_token), gitlab_advice, RetryPolicy{}, &log, false};
+  ApiClient client(transport, clock, redactor, config);
+  GitlabApi api(client, target.api_url, target.project_id);
+  PostSettings settings;
+  GitlabPostResult result = post_gitlab(make_report("fail", {report_check("m/i/a~b/o", "regressed", true)}), target,
+                                        settings, api, clock, config.retry, log);
+  EXPECT_TRUE(result.note_created);
+  EXPECT_FALSE(result.status_posted);
+  EXPECT_EQ(reporter_server.notes(9).size(), 1U);
+  EXPECT_TRUE(reporter_server.statuses().empty()) << "the fake refuses a Reporter's status as GitLab does";
+  EXPECT_NE(log.str().find("driftgate post: warning: the commit status was refused"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("give the token the Developer role"), std::string::npos) << log.str();
+
+  EXPECT_THROW(
+      post_gitlab(make_report("pass", {}), target, settings, api, clock, config.retry, log, StatusRefused::k_fail),
+      ApiError)
+      << "--on-status-refused fail";
+  EXPECT_TRUE(reporter_server.violations().empty()) << ::testing::PrintToString(reporter_server.violations());
+}
+
+// Where a status lands: GitLab appends it to the newest pipeline of the SHA it is given,
+// filtered by pipeline_id when one is sent, else it creates a new external pipeline
+// (lib/api/commit_statuses.rb: all_matching_pipelines, `source: :external`). In a
 // merged-results pipeline CI_COMMIT_SHA is the temporary merge commit and
-// CI_MERGE_REQUEST_SOURCE_BRANCH_SHA the MR head.
-TEST_F(GitlabPostTest, MergedResultsPipelinePostsOnTheMergeRequestHead) {
-  std::map<std::string, std::string> env = {{"CI_API_V4_URL", "https://gitlab.example.com/api/v4"},
-                                            {"CI_PROJECT_ID", "1"},
-                                            {"CI_MERGE_REQUEST_IID", "3"},
-                                            {"DRIFTGATE_GITLAB_TOKEN", "glpat-x"},
-                                            {"CI_COMMIT_SHA", std::string(40, 'c')},
-                                            {"CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", ""}};
-  EXPECT_EQ(resolve_gitlab_target(env, GitlabFlags{}).sha, std::string(40, 'c')) << "merge request pipeline";
-  env["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = std::string(40, 'a');
-  EXPECT_EQ(resolve_gitlab_target(env, GitlabFlags{}).sha, std::string(40, 'a')) << "merged-results pipeline";
+// CI_MERGE_REQUEST_SOURCE_BRANCH_SHA the MR head (predefined variables,
+// gitlab-org/gitlab#330964): the status goes on CI_COMMIT_SHA with CI_PIPELINE_ID, so it
+// joins the pipeline the MR shows.
+TEST_F(GitlabPostTest, StatusLandsInThePipelineThatRan) {
+  const std::string head(40, 'a');
+  const std::string merge_commit(40, 'e');
+  server.add_pipeline(100, head);          // an earlier branch pipeline of the MR head
+  server.add_pipeline(200, merge_commit);  // this merged-results pipeline
+  std::map<std::string, std::string> env = {
+      {"CI_API_V4_URL", server.url()}, {"CI_PROJECT_ID", "314"},
+      {"CI_MERGE_REQUEST_IID", "9"},   {"DRIFTGATE_GITLAB_TOKEN", k_token},
+      {"CI_COMMIT_SHA", merge_commit}, {"CI_MERGE_REQUEST_SOURCE_BRANCH_SHA", head},
+      {"CI_PIPELINE_ID", "200"}};
+  target = resolve_gitlab_target(env, GitlabFlags{});
+  EXPECT_EQ(target.sha, merge_commit);
+  EXPECT_EQ(target.pipeline_id, "200");
+  post(make_report("pass", {}));
+  ASSERT_EQ(server.statuses().size(), 1U);
+  EXPECT_EQ(server.statuses()[0]["landed_in"], 200) << server.statuses()[0].dump();
+  EXPECT_EQ(server.statuses()[0]["new_pipeline"], false);
+  EXPECT_EQ(server.statuses()[0]["pipeline_id"], 200);
+
+  // What the MR head without pipeline_id did: the status joined pipeline 100, not this one.
+  HttplibTransport transport;
+  HttpHeaders headers = gitlab_headers(k_token);
+  headers.emplace_back("Content-Type", "application/json");
+  transport.send(HttpRequest{"POST", server.url() + "/projects/314/statuses/" + head, headers,
+                             R"({"state":"success","name":"driftgate"})"});
+  EXPECT_EQ(server.statuses()[1]["landed_in"], 100) << "the fake models GitLab's choice";
+
+  // An ordinary MR pipeline (CI_COMMIT_SHA is the head): a newer branch pipeline of the
+  // same commit does not take the status away from this one.
+  server.add_pipeline(300, head);
+  server.add_pipeline(400, head);
+  env["CI_COMMIT_SHA"] = head;
+  env["CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"] = "";
+  env["CI_PIPELINE_ID"] = "300";
+  target = resolve_gitlab_target(env, GitlabFlags{});
+  post(make_report("pass", {}));
+  EXPECT_EQ(server.statuses().back()["landed_in"], 300);
+
+  // --sha names another commit: no pipeline_id (it would match no pipeline of that SHA).
   GitlabFlags flags;
   flags.sha = std::string(40, 'b');
-  EXPECT_EQ(resolve_gitlab_target(env, flags).sha, std::string(40, 'b')) << "--sha wins";
+  EXPECT_EQ(resolve_gitlab_target(env, flags).pipeline_id, "");
+  EXPECT_EQ(resolve_gitlab_target(env, flags).sha, std::string(40, 'b'));
 }
 
 TEST_F(GitlabPostTest, ContextComesFromVariablesAndSaysWhatIsMissing) {
