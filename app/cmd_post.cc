@@ -38,7 +38,9 @@ const CommandHelp k_help{
     "GitHub context: GITHUB_EVENT_PATH (pull_request or workflow_run payload), GITHUB_API_URL, GITHUB_REPOSITORY;\n"
     "a fork PR's pull_request event is refused: post from a workflow_run workflow, which finds the PR (its\n"
     "pull_requests, then GET pulls?head=OWNER:BRANCH for a fork, then the commit's PRs) and verifies it (open,\n"
-    "into this repository, the run's head SHA). The status and check run are green only when the report says\n"
+    "into this repository, the run's head SHA); --gate-workflow FILE refuses a run of any other workflow file\n"
+    "(workflow_run follows a workflow by name, and a pull request can add a file of that name). The status and\n"
+    "check run are green only when the report says\n"
     "pass and (in a workflow_run) the run concluded success; no_baseline is never green (status error, check\n"
     "run failure; GitLab: failed). report.json over 32 MiB or nested deeper than 32 levels exits 2.\n"
     "GitLab context: CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_COMMIT_SHA and CI_PIPELINE_ID (the\n"
@@ -116,7 +118,7 @@ struct PostRequest {
 
 std::optional<PostRequest> parse_request(CommandContext& context) {
   PostRequest request;
-  std::string api_url, repo, sha, project_id, token_env, trend_path, trend_branch, on_status_refused;
+  std::string api_url, repo, sha, project_id, token_env, trend_path, trend_branch, gate_workflow, on_status_refused;
   int pr = 0, mr = 0, connect_s = 10, read_s = 30;
   bool no_check_run = false;
   po::options_description options;
@@ -137,6 +139,8 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       "token-env", po::value<std::string>(&token_env),
       "variable holding the token (default: GITHUB_TOKEN; DRIFTGATE_GITLAB_TOKEN for gitlab)")(
       "no-check-run", po::bool_switch(&no_check_run), "GitHub: commit status only, no check run")(
+      "gate-workflow", po::value<std::string>(&gate_workflow),
+      "GitHub workflow_run: the gate's workflow file (.github/workflows/FILE.yml) the run must come from")(
       "on-status-refused", po::value<std::string>(&on_status_refused)->default_value("warn"),
       "GitLab: a commit status refused for the token's role (403) after the note: warn (exit 0) or fail (exit 2)")(
       "comment-author", po::value<std::string>(&request.settings.comment_author),
@@ -176,6 +180,17 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       throw Error("--comment-author '" + request.settings.comment_author +
                   "': expected a GitHub login (1-39 letters, digits or hyphens), or APP-SLUG[bot] for a GitHub App");
     }
+  }
+  if (variables.count("gate-workflow") != 0) {
+    if (request.system != "github") {
+      throw Error("--gate-workflow is for driftgate post github (a workflow_run's workflow file)");
+    }
+    if (gate_workflow.rfind(".github/workflows/", 0) != 0 || gate_workflow.find("..") != std::string::npos) {
+      throw Error("--gate-workflow '" + gate_workflow +
+                  "': expected the gate's workflow file as .github/workflows/FILE.yml (the path GitHub names in "
+                  "workflow_run.path)");
+    }
+    request.github.gate_workflow = gate_workflow;
   }
   if (on_status_refused != "warn" && on_status_refused != "fail") {
     throw Error("--on-status-refused '" + on_status_refused + "': use warn or fail");

@@ -84,6 +84,34 @@ bool is_full_sha(const std::string& text) {
   return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+// The workflow file a workflow_run names, as a path in this repository: GitHub writes
+// ".github/workflows/FILE.yml"; its REST description's example reads
+// "OWNER/NAME/.github/workflows/FILE.yml@REF", reduced here when OWNER/NAME is `repo`.
+std::string workflow_file_in(const std::string& path, const std::string& repo) {
+  std::string file = path.substr(0, path.find('@'));
+  if (file.rfind(repo + "/", 0) == 0) {
+    file = file.substr(repo.size() + 1);
+  }
+  return file;
+}
+
+// A workflow_run follows a workflow by its name (`workflows: [drift gate]`), and a pull
+// request can add a workflow file of that name: only the run of the expected file
+// (--gate-workflow) is posted.
+void check_gate_workflow(const GithubTarget& target, const std::string& event_path, const std::string& expected) {
+  if (target.run_path.empty()) {
+    throw Error(event_path + " (GITHUB_EVENT_PATH): the workflow_run names no workflow file (workflow_run.path), so " +
+                "--gate-workflow " + expected + " cannot be checked. Nothing was posted");
+  }
+  std::string file = workflow_file_in(target.run_path, target.repo);
+  if (file != expected) {
+    throw Error(event_path + " (GITHUB_EVENT_PATH): the workflow_run is a run of " + escape_invisible(target.run_path) +
+                ", not of --gate-workflow " + expected +
+                "; a workflow of the same name from another file (one a pull request added) decides nothing here. "
+                "Nothing was posted");
+  }
+}
+
 // What `post github` says after any problem with the payload.
 const char* const k_post_remedy = "pass --pr N and --sha SHA to post by hand. Nothing was posted";
 
@@ -129,6 +157,12 @@ void from_workflow_run_event(const Json& payload, const std::string& event_path,
   target.head_branch = at_path(run, {"head_branch"});
   // Set by GitHub when the run completed; null while it runs ("": never taken as success).
   target.run_conclusion = at_path(run, {"conclusion"});
+  // The workflow file that ran: workflow_run.path (GitHub's webhook reference), else the
+  // payload's top-level workflow.path (older payloads, @octokit/webhooks-examples).
+  target.run_path = at_path(run, {"path"});
+  if (target.run_path.empty()) {
+    target.run_path = at_path(payload, {"workflow", "path"});
+  }
   // Same-repository PRs are listed (each is tried); fork PRs are not and are found by
   // head repository and branch later.
   if (run.contains("pull_requests") && run["pull_requests"].is_array()) {
@@ -199,6 +233,9 @@ GithubTarget resolve_github_target(const std::map<std::string, std::string>& env
     throw Error(event_path +
                 " (GITHUB_EVENT_PATH): " + (target.verify_pull ? "workflow_run.head_sha" : "pull_request.head.sha") +
                 " is '" + escape_invisible(target.head_sha) + "', not a full 40-hex SHA; " + k_post_remedy);
+  }
+  if (target.verify_pull && flags.gate_workflow) {
+    check_gate_workflow(target, event_path, *flags.gate_workflow);
   }
   if (target.pr == 0 && !target.verify_pull) {
     throw Error("no pull request: pass --pr N, or run in a pull_request or workflow_run workflow (GITHUB_EVENT_PATH)");

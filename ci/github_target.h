@@ -27,6 +27,9 @@ struct GithubFlags {
   std::optional<int> pr;                   // --pr        (the event payload)
   std::optional<std::string> sha;          // --sha       (pull_request.head.sha, workflow_run.head_sha)
   std::string token_env = "GITHUB_TOKEN";  // --token-env: the variable holding the token
+  // --gate-workflow: in a workflow_run, the gate's workflow file (.github/workflows/FILE.yml)
+  // the run must come from; unset: not checked.
+  std::optional<std::string> gate_workflow;
 };
 
 struct GithubTarget {
@@ -41,6 +44,7 @@ struct GithubTarget {
   std::string head_repo;
   std::string head_branch;
   std::optional<std::string> run_conclusion;  // nullopt: not a workflow_run; "": null (no conclusion)
+  std::string run_path;                       // workflow_run: the workflow file that ran ("" when unnamed)
   std::string token;
   std::string event_name;    // GITHUB_EVENT_NAME ("" outside Actions)
   bool verify_pull = false;  // workflow_run: check the PR through the API before posting
@@ -48,7 +52,8 @@ struct GithubTarget {
 };
 
 // Resolves the target. Throws driftgate::Error (exit 2) saying which flag or
-// variable to set when something is missing, and refusing fork pull_request events.
+// variable to set when something is missing, refusing fork pull_request events and,
+// with --gate-workflow, a workflow_run of any other workflow file.
 GithubTarget resolve_github_target(const std::map<std::string, std::string>& env, const GithubFlags& flags);
 
 }  // namespace driftgate

@@ -171,7 +171,12 @@ TEST_F(CmdPostTest, GitlabDryRunUsesCiVariables) {
 }
 
 TEST_F(CmdPostTest, PlatformOnlyFlagsAreRefusedOnTheOtherPlatform) {
+  EXPECT_THROW(
+      post({"gitlab", report, "--dry-run", "--gate-workflow", ".github/workflows/drift-gate.yml"}, github_env()),
+      Error);
   EXPECT_THROW(post({"github", report, "--dry-run", "--on-status-refused", "fail"}, github_env()), Error);
+  EXPECT_THROW(post({"github", report, "--dry-run", "--gate-workflow", "drift-gate.yml"}, github_env()), Error)
+      << "not a path under .github/workflows/";
   EXPECT_THROW(post({"gitlab", report, "--dry-run", "--on-status-refused", "ignore"}, github_env()), Error);
 }
 

@@ -122,6 +122,50 @@ TEST_F(GithubTargetTest, WorkflowRunOfANonPullRequestRunHasNothingToPostTo) {
                Error);
 }
 
+// workflow_run follows a workflow by its name (`workflows: [drift gate]`, GitHub docs,
+// "Events that trigger workflows: workflow_run"), and a pull request's own workflow files
+// run on pull_request: one that adds a file named "drift gate" would start the poster
+// too. --gate-workflow names the file the run must come from; the payload names it in
+// workflow_run.path (GitHub's REST description: "The full path of the workflow", example
+// "octocat/octo-repo/.github/workflows/ci.yml@main"; webhooks write the bare path), or,
+// in older payloads such as @octokit/webhooks-examples 7.6.1, in workflow.path.
+TEST_F(GithubTargetTest, WorkflowRunMustComeFromTheGateWorkflowFile) {
+  nlohmann::json payload = event("workflow_run.completed.json");
+  payload["workflow_run"]["event"] = "pull_request";
+  GithubFlags flags;
+  flags.gate_workflow = ".github/workflows/drift-gate.yml";
+  for (const char* path :
+       {".github/workflows/drift-gate.yml", "Codertocat/Hello-World/.github/workflows/drift-gate.yml@main"}) {
+    payload["workflow_run"]["path"] = path;
+    EXPECT_EQ(resolve_github_target(env_for(payload, "workflow_run"), flags).run_path, path);
+  }
+  for (const char* path : {".github/workflows/evil.yml", "mallory/Hello-World/.github/workflows/drift-gate.yml@main"}) {
+    payload["workflow_run"]["path"] = path;
+    try {
+      resolve_github_target(env_for(payload, "workflow_run"), flags);
+      FAIL() << path;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("the workflow_run is a run of ") + path +
+                                           ", not of --gate-workflow .github/workflows/drift-gate.yml"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // The stored payload has no workflow_run.path: its workflow.path is .github/workflows/syntax.yml.
+  payload["workflow_run"].erase("path");
+  EXPECT_THROW(resolve_github_target(env_for(payload, "workflow_run"), flags), Error);
+  flags.gate_workflow = ".github/workflows/syntax.yml";
+  EXPECT_EQ(resolve_github_target(env_for(payload, "workflow_run"), flags).run_path, ".github/workflows/syntax.yml");
+  payload.erase("workflow");
+  try {
+    resolve_github_target(env_for(payload, "workflow_run"), flags);
+    FAIL() << "no workflow file named";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the workflow_run names no workflow file"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(resolve_github_target(env_for(payload, "workflow_run"), GithubFlags{})) << "not asked: not checked";
+}
+
 // Two payloads of the hostile-input corpus (tests/data/bad_inputs) that `post` and `diff`
 // once read differently: both now go through event_payload.h.
 TEST_F(GithubTargetTest, MissingOrMisshapenEventObjectsAreNamed) {

@@ -362,6 +362,18 @@ def main():
         context = {"github": {"event_name": "workflow_run",
                               "event": {"workflow_run": {"event": "push", "conclusion": "success"}}}}
         check("poster for a push run", not evaluate(condition, context), condition)
+        # workflow_run matches the gate by name; the poster also checks its file (post --gate-workflow),
+        # by default the file docs/ci.md names the consumer's gate.
+        post_step = step(post["jobs"]["post"]["steps"], "Post the sticky comment, status and check run")
+        check("the poster passes --gate-workflow", '--gate-workflow "$GATE_WORKFLOW"' in post_step["run"] and
+              post_step["env"].get("GATE_WORKFLOW") == "${{ inputs.gate-workflow }}", post_step["run"])
+        check("gate-workflow defaults to the consumer's gate file",
+              post["on"]["workflow_call"]["inputs"]["gate-workflow"]["default"] == ".github/workflows/drift-gate.yml")
+        own_post = load(os.path.join(root, ".github/workflows/drift-post.yml"))
+        check("driftgate's own gate is .github/workflows/drift-gate.yml, the default",
+              os.path.exists(os.path.join(root, ".github/workflows/drift-gate.yml")) and
+              "gate-workflow" not in (own_post["jobs"]["post"].get("with") or {}))
+
 
         # 3. The poster restores the package but never saves it: a workflow_run job writes
         # the default branch's cache scope, which every pull request reads.
