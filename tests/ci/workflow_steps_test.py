@@ -164,10 +164,20 @@ def truthy(value):
     return value not in (None, False, 0, "")
 
 
-def run_step(script, env, cwd):
+def run_step(script, env, cwd, pipefail=False):
+    """Runs a step as GitHub does: a workflow `run:` with no `shell:` under `bash -e {0}`; a
+    `shell: bash` step (the composite action's) under `bash --noprofile --norc -eo pipefail {0}`
+    (GitHub docs, "Workflow syntax: jobs.<job_id>.steps[*].shell"). The GitLab component's
+    install script is held to pipefail too: it must work whether or not the runner's shell sets it."""
     full_env = dict(os.environ)
     full_env.update(env)
-    return subprocess.run(["bash", "-e", "-c", script], env=full_env, cwd=cwd, capture_output=True, text=True)
+    flags = ["-e", "-o", "pipefail"] if pipefail else ["-e"]
+    return subprocess.run(["bash", "--noprofile", "--norc"] + flags + ["-c", script], env=full_env, cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def run_action_step(script, env, cwd):
+    return run_step(script, env, cwd, pipefail=True)
 
 
 def outputs(path):
@@ -374,7 +384,6 @@ def main():
               os.path.exists(os.path.join(root, ".github/workflows/drift-gate.yml")) and
               "gate-workflow" not in (own_post["jobs"]["post"].get("with") or {}))
 
-
         # 3. The poster restores the package but never saves it: a workflow_run job writes
         # the default branch's cache scope, which every pull request reads.
         install = [s for s in post["jobs"]["post"]["steps"] if s.get("uses") == "./.driftgate-src"]
@@ -408,7 +417,7 @@ def main():
         def cache_key():
             out_file = os.path.join(work, "key_output")
             open(out_file, "w").close()
-            result = run_step(key_step["run"], {"TORCH": "false", "LIBTORCH": "debian", "INSTALL": "source", "SOURCE": source,
+            result = run_action_step(key_step["run"], {"TORCH": "false", "LIBTORCH": "debian", "INSTALL": "source", "SOURCE": source,
                                                 "DEB_URL": "", "DRIFTGATE_OS_RELEASE": os_release("debian12"),
                                                 "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work}, work)
             check("key step runs", result.returncode == 0, result.stderr)
@@ -428,7 +437,7 @@ def main():
         digest = hashlib.sha256(open(deb, "rb").read()).hexdigest()
         for given, ok in ((digest, True), ("0" * 64, False), ("", False), (digest.upper(), False)):
             out = os.path.join(work, f"deb-{given[:4] or 'none'}")
-            result = run_step(download["run"], {"URL": "file://" + deb, "SHA256": given, "OUT": out}, work)
+            result = run_action_step(download["run"], {"URL": "file://" + deb, "SHA256": given, "OUT": out}, work)
             installed = os.path.exists(os.path.join(out, "driftgate.deb"))
             check(f"deb-sha256 {given[:8] or '(none)'}", (result.returncode == 0) == ok and installed == ok,
                   f"exit {result.returncode}, installed {installed}: {result.stdout}{result.stderr}")
@@ -455,7 +464,7 @@ def main():
                 if listed:
                     f.write(f"{listed}  {file}\n")
             out = os.path.join(work, f"release-{str(listed)[:4]}")
-            result = run_step(fetch["run"], {"REPOSITORY": "", "RELEASE_URL": "file://" + mirror, "VERSION": "9.9.9",
+            result = run_action_step(fetch["run"], {"REPOSITORY": "", "RELEASE_URL": "file://" + mirror, "VERSION": "9.9.9",
                                              "FILE": file, "OUT": out}, work)
             installed = os.path.exists(os.path.join(out, file))
             check(f"release install with SHA256SUMS entry {str(listed)[:8]}",
@@ -472,7 +481,7 @@ def main():
               str(key_step["env"]))
         check("the release step fetches the key step's file",
               fetch["env"].get("FILE") == "${{ steps.key.outputs.file }}", str(fetch["env"]))
-        result = run_step(key_step["run"], {"TORCH": "true", "LIBTORCH": "pip", "INSTALL": "release", "SOURCE": source,
+        result = run_action_step(key_step["run"], {"TORCH": "true", "LIBTORCH": "pip", "INSTALL": "release", "SOURCE": source,
                                             "DEB_URL": "", "DRIFTGATE_OS_RELEASE": os_release("debian13"),
                                             "GITHUB_OUTPUT": os.path.join(work, "key_output"), "RUNNER_TEMP": work}, work)
         check("libtorch 'pip' is refused, saying what each release gets", result.returncode == 2 and
@@ -495,7 +504,7 @@ def main():
             open(out_file, "w").close()
             if os.path.exists(apt_calls):
                 os.remove(apt_calls)
-            result = run_step(key_step["run"], {"TORCH": torch, "LIBTORCH": "debian", "INSTALL": install,
+            result = run_action_step(key_step["run"], {"TORCH": torch, "LIBTORCH": "debian", "INSTALL": install,
                                                 "SOURCE": source, "DEB_URL": deb_url,
                                                 "DRIFTGATE_OS_RELEASE": os_release(release),
                                                 "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work,
@@ -545,7 +554,7 @@ def main():
             if result.returncode != 0:
                 return result, None, []
             out = tempfile.mkdtemp(dir=work, prefix="release13-")
-            result = run_step(fetch["run"], {"REPOSITORY": "", "RELEASE_URL": "file://" + mirror2,
+            result = run_action_step(fetch["run"], {"REPOSITORY": "", "RELEASE_URL": "file://" + mirror2,
                                              "VERSION": found["version"], "FILE": found["file"], "OUT": out}, work)
             return result, out, sorted(os.listdir(out))
 
@@ -670,20 +679,24 @@ def main():
             job_dir = os.path.join(work, f"gl-{case}")
             os.makedirs(job_dir)
             apt_log = os.path.join(job_dir, "apt.log")
-            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "",
+            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "", "DRIFTGATE_DEB_PATH": "",
+                   "DRIFTGATE_INSTALL": "release", "DRIFTGATE_POSTER": "no", "DRIFTGATE_SOURCE_REF": "",
+                   "DRIFTGATE_SOURCE_URL": "file:///nonexistent",
                    "DRIFTGATE_RELEASE_URL": "file://" + gl_mirror, "DRIFTGATE_VERSION": "9.9.9",
                    "DRIFTGATE_PACKAGE": "driftgate-notorch", "APT_LOG": apt_log,
                    "DRIFTGATE_OS_RELEASE": os_release("debian12"),
                    "STUB": os.path.join(bin_dir, "dg-stub"), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
             if os.path.exists(env["STUB"]):
                 os.remove(env["STUB"])
-            result = run_step(install_script, env, job_dir)
+            result = run_action_step(install_script, env, job_dir)
             log = open(apt_log).read() if os.path.exists(apt_log) else ""
-            cached = os.path.join(job_dir, ".driftgate-cache", "release-v9.9.9-" + gl_file)
+            # The cache names a .deb by its SHA-256 (checked again on every install).
+            cached_name = f"sha256-{hashlib.sha256(package).hexdigest()}.deb"
+            cached = os.path.join(job_dir, ".driftgate-cache", cached_name)
             check(f"GitLab install, {case}: exit", (result.returncode == 0) == ok,
                   f"exit {result.returncode}: {result.stdout}{result.stderr}")
             check(f"GitLab install, {case}: apt-get install of the release's .deb",
-                  (f"./.driftgate-cache/release-v9.9.9-{gl_file}" in log) == (ok and downloads), log)
+                  (f"./.driftgate-cache/{cached_name}" in log) == (ok and downloads), log)
             check(f"GitLab install, {case}: the cached .deb is the release's",
                   (os.path.exists(cached) and open(cached, "rb").read() == package) == (ok and downloads))
 
@@ -704,14 +717,16 @@ def main():
             job_dir = os.path.join(work, f"gl2-{case}")
             os.makedirs(job_dir)
             apt_log = os.path.join(job_dir, "apt.log")
-            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "",
+            env = {"DRIFTGATE": command, "DRIFTGATE_DEB_URL": "", "DRIFTGATE_DEB_SHA256": "", "DRIFTGATE_DEB_PATH": "",
+                   "DRIFTGATE_INSTALL": "release", "DRIFTGATE_POSTER": "no", "DRIFTGATE_SOURCE_REF": "",
+                   "DRIFTGATE_SOURCE_URL": "file:///nonexistent",
                    "DRIFTGATE_RELEASE_URL": "file://" + gl_mirror2, "DRIFTGATE_VERSION": "9.9.9",
                    "DRIFTGATE_PACKAGE": "driftgate-notorch", "APT_LOG": apt_log,
                    "DRIFTGATE_OS_RELEASE": os_release(release),
                    "STUB": os.path.join(bin_dir, "dg-stub"), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
             if os.path.exists(env["STUB"]):
                 os.remove(env["STUB"])
-            result = run_step(install_script, env, job_dir)
+            result = run_action_step(install_script, env, job_dir)
             log = open(apt_log).read() if os.path.exists(apt_log) else ""
             cache = os.path.join(job_dir, ".driftgate-cache")
             listing = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
@@ -722,10 +737,9 @@ def main():
             result, log, cache, listing = gitlab_install(release, release, gl_good)
             check(f"GitLab install on {release}: exit 0", result.returncode == 0, result.stdout + result.stderr)
             check(f"GitLab install on {release}: apt-get installs the debian{n} .deb",
-                  f"./.driftgate-cache/release-v9.9.9-{gl_names[n]}" in log and "debian" + ("12" if n == "13" else "13")
-                  not in log, log)
+                  f"./.driftgate-cache/sha256-{hashlib.sha256(gl_packages[n]).hexdigest()}.deb" in log, log)
             check(f"GitLab install on {release}: only the debian{n} .deb is cached, with its bytes",
-                  listing == ["release-v9.9.9-" + gl_names[n]] and
+                  listing == [f"sha256-{hashlib.sha256(gl_packages[n]).hexdigest()}.deb"] and
                   open(os.path.join(cache, listing[0]), "rb").read() == gl_packages[n], str(listing))
         result, log, cache, listing = gitlab_install("bad13", "debian13", dict(gl_good, **{gl_names["13"]: "5" * 64}))
         check("GitLab install on debian13 with a bad debian13 sum: refused, nothing installed",
