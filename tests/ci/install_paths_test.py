@@ -1,7 +1,7 @@
-"""Where driftgate comes from in CI, on a project's first pipeline and after: the GitLab
-component's install script (templates/driftgate.yml) and the release workflow
-(release.yml), run with stand-ins for apt-get and driftgate's build scripts, git
-repositories and release mirrors on file://:
+"""Where driftgate comes from in CI, on a project's first pipeline and after: the composite
+action's choose step (action.yml), the GitLab component's install script
+(templates/driftgate.yml) and the release workflow (release.yml), run with stand-ins for
+apt-get and driftgate's build scripts, git repositories and release mirrors on file://:
 - install: auto (the default) takes the release vVERSION only when its tag is the pinned
   commit and the release exists, else builds from source, and says which and why;
   install: release refuses another commit's release (its code is not the pinned commit's)
@@ -9,8 +9,8 @@ repositories and release mirrors on file://:
 - the GitLab poster never installs deb_path (the merge request built it) nor a cached
   source build, and a cached .deb (which a merge request's code could have planted) is
   installed only when its SHA-256 matches a sum read from outside the cache;
-- release.yml attaches exactly the files the component downloads, for Debian 12 and 13,
-  with and without the runner;
+- release.yml attaches exactly the files the action and the component download, for
+  Debian 12 and 13, with and without the runner;
 - the component's `version` default is CMakeLists.txt's version.
 Usage: install_paths_test.py REPO_ROOT   (exit 1 on any failure)
 """
@@ -25,7 +25,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workflow_steps_test import OS_RELEASES, load, run_action_step, run_step, step  # noqa: E402
+from workflow_steps_test import OS_RELEASES, load, outputs, run_action_step, run_step, step  # noqa: E402
 
 failures = []
 
@@ -66,6 +66,14 @@ def main():
               f"{spec['version']['default']} != {version}")
         check("install: auto is the component's default", spec["install"]["default"] == "auto" and
               spec["install"].get("options") == ["auto", "release", "source"], str(spec["install"]))
+        for name in ("driftgate.yml", "driftgate-post.yml"):
+            workflow = load(os.path.join(root, ".github", "workflows", name))
+            check(f"{name}: install: auto is the default",
+                  workflow["on"]["workflow_call"]["inputs"]["install"]["default"] == "auto")
+        baselines = load(os.path.join(root, ".github", "workflows", "baselines.yml"))
+        check("baselines.yml installs this commit's driftgate, not a release",
+              baselines["jobs"]["refresh"]["with"].get("install") == "source", str(baselines["jobs"]["refresh"]))
+
         for name, content in OS_RELEASES.items():
             write(os.path.join(work, "os-release", name), content)
 
@@ -92,7 +100,71 @@ def main():
         git("clone", "-q", "--bare", checkout, repo)
         git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=repo)
 
-        # 11. release.yml attaches exactly what the component downloads.
+        # 10. The action's choose step.
+        action = load(os.path.join(root, "action.yml"))
+        choose = step(action["runs"]["steps"], "Choose where the package comes from")
+        mirror = os.path.join(work, "mirror")
+        sums_file = os.path.join(mirror, f"v{version}", "SHA256SUMS")
+
+        def choose_step(install, commit, published=True, action_ref="", deb_url="", tag_version=version):
+            if published:
+                write(sums_file, "0" * 64 + "  x.deb\n")
+            elif os.path.exists(sums_file):
+                os.remove(sums_file)
+            out_file = os.path.join(work, "choose_output")
+            open(out_file, "w").close()
+            result = run_action_step(choose["run"], {
+                "INSTALL": install, "DEB_URL": deb_url, "REPOSITORY": "octo/driftgate",
+                "RELEASE_URL": "file://" + mirror, "SERVER": "file://" + server, "VERSION": tag_version,
+                "COMMIT": commit, "ACTION_REF": action_ref, "GITHUB_OUTPUT": out_file}, work)
+            return result.returncode, outputs(out_file).get("how"), result.stdout + result.stderr
+
+        for case, args, code, how, says in (
+                ("auto, the release's commit", ("auto", commit_a), 0, "release", f"installing release v{version}"),
+                ("auto, another commit", ("auto", commit_b), 0, "source",
+                 f"this driftgate is commit {commit_b} and release v{version} was tagged on {commit_a}"),
+                ("release, another commit", ("release", commit_b), 2, None, "the release's package is another commit's code"),
+                ("auto, tagged but not published", ("auto", commit_a, False), 0, "source", f"there is no release v{version}"),
+                ("release, tagged but not published", ("release", commit_a, False), 2, None, "install: release, but"),
+                ("auto, no tag of that version", ("auto", commit_a, True, "", "", "9.9.9"), 0, "source",
+                 "has no tag v9.9.9"),
+                ("auto, commit unknown", ("auto", ""), 0, "source", "this action's commit is unknown"),
+                ("pinned by the release tag", ("release", "", True, f"v{version}"), 0, "release", "installing release"),
+                ("source", ("source", commit_a), 0, "source", "install: source"),
+                ("deb-url", ("release", commit_b, True, "", "https://example.org/own.deb"), 0, "deb-url", "")):
+            got_code, got_how, log = choose_step(*args)
+            check(f"action, {case}: exit {code}, from {how}", got_code == code and got_how == how,
+                  f"exit {got_code}, how {got_how}: {log}")
+            check(f"action, {case}: says why", says in log, log)
+            if how == "source" and args[0] == "auto":
+                check(f"action, {case}: a notice, not an error", "::notice::" in log and "::error::" not in log, log)
+
+        # The key step knows the action's commit: its checkout's HEAD, else a SHA in its uses: line.
+        key_step = step(action["runs"]["steps"], "Compute the package's cache key")
+        source = os.path.join(work, "action-source")
+        shutil.copytree(checkout, source, ignore=shutil.ignore_patterns(".git"))
+        shutil.copy(os.path.join(root, "CMakeLists.txt"), source)
+        for part in ("cmake", "core", "differ", "ci", "runner", "app", "tasks"):
+            os.makedirs(os.path.join(source, part), exist_ok=True)
+
+        def key_commit(action_ref):
+            out_file = os.path.join(work, "key_output")
+            open(out_file, "w").close()
+            result = run_action_step(key_step["run"], {
+                "TORCH": "false", "LIBTORCH": "debian", "INSTALL": "auto", "SOURCE": source, "DEB_URL": "",
+                "ACTION_REF": action_ref, "DRIFTGATE_OS_RELEASE": os.path.join(work, "os-release", "debian12"),
+                "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work}, work)
+            check("key step runs", result.returncode == 0, result.stdout + result.stderr)
+            return outputs(out_file).get("commit")
+
+        check("key step: a SHA in the uses: line", key_commit(commit_b) == commit_b)
+        check("key step: a tag in the uses: line is no commit", key_commit(f"v{version}") == "")
+        git("init", "-q", cwd=source)
+        git("add", "-A", cwd=source)
+        git("commit", "-qm", "action", cwd=source)
+        check("key step: the checkout's HEAD wins", key_commit(commit_b) == git("rev-parse", "HEAD", cwd=source))
+
+        # 11. release.yml attaches exactly what the action and the component download.
         release = load(os.path.join(root, ".github", "workflows", "release.yml"))
         build_step = step(release["jobs"]["package"]["steps"], "Build the package")
         matrix = release["jobs"]["package"]["strategy"]["matrix"]
@@ -138,6 +210,29 @@ def main():
               f'case "$*" in *install*.deb*) printf \'#!/bin/sh\\necho stub\\n\' >"{stub}"; chmod +x "{stub}";; esac\n',
               0o755)
         path = os.pathsep.join([curl_bin, apt_bin, os.environ["PATH"]])
+        downloaded = set()
+        fetch = step(action["runs"]["steps"], "Download the release's package")
+        for debian in matrix["debian"]:
+            for torch in ("true", "false"):
+                out_file = os.path.join(work, "key_output")
+                open(out_file, "w").close()
+                result = run_action_step(key_step["run"], {
+                    "TORCH": torch, "LIBTORCH": "debian", "INSTALL": "release", "SOURCE": source, "DEB_URL": "",
+                    "DRIFTGATE_OS_RELEASE": os.path.join(work, "os-release", f"debian{debian}"),
+                    "GITHUB_OUTPUT": out_file, "RUNNER_TEMP": work, "APT_LOG": os.path.join(work, "apt.log"),
+                    "PATH": path}, work)
+                found = outputs(out_file)
+                open(curl_log, "w").close()
+                result = run_action_step(fetch["run"], {
+                    "REPOSITORY": "o/d", "RELEASE_URL": "file://" + release_mirror, "SERVER": "",
+                    "VERSION": found.get("version", ""), "FILE": found.get("file", ""),
+                    "OUT": tempfile.mkdtemp(dir=work), "PATH": path}, work)
+                check(f"action fetches the Debian {debian} release, torch {torch}", result.returncode == 0,
+                      result.stdout + result.stderr)
+                downloaded |= {os.path.basename(u) for u in open(curl_log).read().split()}
+        check("the action downloads exactly what release.yml attaches", sorted(downloaded) == attached,
+              f"{sorted(downloaded)} vs {attached}")
+
         install_script = yaml.safe_load(text.replace("$[[ inputs.job_prefix ]]", "driftgate").split("\n---\n", 1)[1])[
             ".driftgate-install"]["script"][0]
 

@@ -393,17 +393,19 @@ def main():
         inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
         for s in install:
             inputs.update({k: str(v) for k, v in (s.get("with") or {}).items()})
-        inputs["install"] = "source"  # the caller's choice; only a source build has anything to save
         saves = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache")
                  and "/restore@" not in s["uses"]]
         check("the action saves through actions/cache/save only", all("/save@" in s["uses"] for s in saves),
               str([s["uses"] for s in saves]))
         for s in saves:
-            ctx = {"inputs": inputs, "steps": {"cache": {"outputs": {"cache-hit": "false"}}}}
+            # Only a source build (the choose step's answer) has anything to save.
+            ctx = {"inputs": inputs, "steps": {"cache": {"outputs": {"cache-hit": "false"}},
+                                               "choose": {"outputs": {"how": "source"}}}}
             check("the poster's cache miss saves nothing", not evaluate(s["if"], ctx), s["if"])
             ctx["inputs"] = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
-            check("install: release builds nothing, so saves nothing", not evaluate(s["if"], ctx), s["if"])
-            ctx["inputs"]["install"] = "source"
+            ctx["steps"]["choose"]["outputs"]["how"] = "release"
+            check("a release install builds nothing, so saves nothing", not evaluate(s["if"], ctx), s["if"])
+            ctx["steps"]["choose"]["outputs"]["how"] = "source"
             check("a gate job's cache miss saves the package", evaluate(s["if"], ctx), s["if"])
 
         # 4. The cache key covers tasks/ (compiled into the package).
@@ -444,14 +446,19 @@ def main():
             if not ok:
                 check("a refused download leaves no file", not os.path.exists(os.path.join(out, "download.part")))
 
-        # 6. install: release (the default) downloads the release's .deb and installs it only
-        # when it matches the release's SHA256SUMS.
+        # 6. A release install (the choose step's answer) downloads the release's .deb and installs
+        # it only when it matches the release's SHA256SUMS.
         fetch = step(steps, "Download the release's package")
         defaults = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
-        check("the release is the default install", evaluate(fetch["if"], {"inputs": defaults}), fetch["if"])
+        check("install: auto is the default", defaults["install"] == "auto", str(defaults["install"]))
+        chose = {how: {"inputs": defaults, "steps": {"cache": {"outputs": {}}, "choose": {"outputs": {"how": how}}}}
+                 for how in ("release", "source", "deb-url")}
+        check("a release install downloads the release", evaluate(fetch["if"], chose["release"]), fetch["if"])
+        check("a source install downloads no release", not evaluate(fetch["if"], chose["source"]), fetch["if"])
         for name in ("Restore the package", "Build the package (cache miss only)"):
-            check(f"install: release skips '{name}'",
-                  not evaluate(step(steps, name)["if"], {"inputs": defaults, "steps": {"cache": {"outputs": {}}}}))
+            check(f"a release install skips '{name}'", not evaluate(step(steps, name)["if"], chose["release"]))
+            check(f"a source install runs '{name}'", evaluate(step(steps, name)["if"], chose["source"]))
+            check(f"a deb-url install skips '{name}'", not evaluate(step(steps, name)["if"], chose["deb-url"]))
         mirror = os.path.join(work, "mirror")
         os.makedirs(os.path.join(mirror, "v9.9.9"))
         package = b"!<arch>\nthe notorch package\n"
