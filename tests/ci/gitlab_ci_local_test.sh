@@ -2,8 +2,11 @@
 # Runs the GitLab CI/CD component (templates/driftgate.yml) under gitlab-ci-local
 # (npm, 4.50.0; shell executor) against the fake GitLab:
 #   - its driftgate-post job (no checkout, the gate's artifacts only) posts twice and
-#     must leave one note (with the trend folded in), two statuses, no violation and no
-#     token in the job log;
+#     must leave one note (with the trend folded in), two statuses in the job's own
+#     pipeline (CI_PIPELINE_ID), no violation and no token in the job log;
+#   - with a Reporter's token (the role docs/ci.md once prescribed), GitLab refuses the
+#     commit status (403, lib/api/commit_statuses.rb; the fake refuses it too): the note is
+#     still posted and the job still passes, with a warning naming the Developer role;
 #   - driftgate's own .gitlab-ci.yml passes the schema check (push: baseline, MR: gate
 #     and post);
 #   - the component included twice with two keys and two job prefixes gives two gates
@@ -31,7 +34,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$fake" "$work/url" "$work/stop" "$work/summary.json" &
+sha=cccccccccccccccccccccccccccccccccccccccc
+"$fake" "$work/url" "$work/stop" "$work/summary.json" developer "4242=$sha" &
 fake_pid=$!
 for _ in $(seq 100); do [[ -f "$work/url" ]] && break; sleep 0.1; done
 [[ -f "$work/url" ]] || { echo "FAIL: the fake GitLab did not start"; exit 1; }
@@ -73,7 +77,7 @@ run_pipeline() {
     driftgate-post --variable CI_PIPELINE_SOURCE=merge_request_event \
     --variable "CI_API_V4_URL=$url" --variable CI_PROJECT_ID=314 --variable CI_MERGE_REQUEST_IID=9 \
     --variable CI_MERGE_REQUEST_TARGET_BRANCH_NAME=develop \
-    --variable CI_COMMIT_SHA=cccccccccccccccccccccccccccccccccccccccc --variable "DRIFTGATE_GITLAB_TOKEN=$token")
+    --variable "CI_COMMIT_SHA=$sha" --variable CI_PIPELINE_ID=4242 --variable "DRIFTGATE_GITLAB_TOKEN=$token")
 }
 run_pipeline > "$work/log1" 2>&1 || { cat "$work/log1"; echo "FAIL: first pipeline"; exit 1; }
 run_pipeline > "$work/log2" 2>&1 || { cat "$work/log2"; echo "FAIL: second pipeline"; exit 1; }
@@ -94,6 +98,8 @@ elif "<details><summary>Trend on develop</summary>\n\n| commit | pass rate |" no
     problems.append("the note lacks the trend (DRIFTGATE_TREND)")
 if [s["state"] for s in summary["statuses"]] != ["failed", "failed"]:
     problems.append(f"statuses: {summary['statuses']}")
+elif [(s.get("landed_in"), s.get("new_pipeline")) for s in summary["statuses"]] != [(4242, False)] * 2:
+    problems.append(f"the statuses did not land in the job's pipeline 4242: {summary['statuses']}")
 if summary["violations"]:
     problems.append(f"violations: {summary['violations']}")
 if sys.argv[4] in logs:
@@ -104,7 +110,36 @@ if problems:
     print(logs)
     print("FAIL: " + "; ".join(problems))
     sys.exit(1)
-print("gitlab-ci-local: template posted once, updated once; 2 statuses; no violations")
+print("gitlab-ci-local: template posted once, updated once; 2 statuses in the job's pipeline; no violations")
+PY
+
+# A Reporter's token: the note goes out, the status is refused (403), the job passes with a warning.
+rm -f "$work/url" "$work/stop"
+"$fake" "$work/url" "$work/stop" "$work/reporter.json" reporter &
+fake_pid=$!
+for _ in $(seq 100); do [[ -f "$work/url" ]] && break; sleep 0.1; done
+[[ -f "$work/url" ]] || { echo "FAIL: the fake GitLab (reporter) did not start"; exit 1; }
+url=$(cat "$work/url")
+run_pipeline > "$work/log-reporter" 2>&1 || { cat "$work/log-reporter"; echo "FAIL: a Reporter's token failed the job"; exit 1; }
+touch "$work/stop"
+wait "$fake_pid"
+fake_pid=""
+python3 - "$work/reporter.json" "$work/log-reporter" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+log = open(sys.argv[2]).read()
+problems = []
+if len(summary["notes"]) != 1:
+    problems.append(f"expected 1 note, got {len(summary['notes'])}")
+if summary["statuses"]:
+    problems.append(f"the fake accepted a Reporter's status: {summary['statuses']}")
+if "warning: the commit status was refused" not in log or "Developer role" not in log:
+    problems.append("the job log has no warning naming the Developer role")
+if problems:
+    print(log)
+    print("FAIL: " + "; ".join(problems))
+    sys.exit(1)
+print("gitlab-ci-local: a Reporter's token posts the note, the status is refused with a warning, the job passes")
 PY
 
 # driftgate's own .gitlab-ci.yml includes the component with its inputs: it must pass
@@ -116,14 +151,14 @@ cp "$template" "$own/templates/driftgate.yml"
 (cd "$own" && git init -q -b main && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm init)
 jobs_in() {  # jobs_in DIR PIPELINE_SOURCE: the job names of that pipeline, sorted
   (cd "$1" && gitlab-ci-local --list --variable "CI_PIPELINE_SOURCE=$2" --variable CI_DEFAULT_BRANCH=main \
-    --variable CI_COMMIT_BRANCH=main 2>&1) | awk '$1 ~ /^(drift[a-z0-9-]*-(gate|post|baseline|pages)|test)$/ {print $1}' |
+    --variable CI_COMMIT_BRANCH=main 2>&1) | awk '$1 ~ /^(drift[a-z0-9-]*-(gate|post|baseline|pages|deb)|test)$/ {print $1}' |
     sort | tr '\n' ' '
 }
-for case in "push:driftgate-baseline test" "merge_request_event:driftgate-gate driftgate-post test"; do
+for case in "push:driftgate-baseline driftgate-deb test" "merge_request_event:driftgate-deb driftgate-gate driftgate-post test"; do
   jobs=$(jobs_in "$own" "${case%%:*}")
   [[ "$jobs" == "${case#*:} " ]] || { echo "FAIL: .gitlab-ci.yml, ${case%%:*}: jobs '$jobs', expected '${case#*:}'"; exit 1; }
 done
-echo "gitlab-ci-local: .gitlab-ci.yml passes the schema check; push: baseline, MR: gate and post"
+echo "gitlab-ci-local: .gitlab-ci.yml passes the schema check; push: deb and baseline, MR: deb, gate and post"
 
 # Two keys, two prefixes: two gates, two posters, two baseline jobs.
 double="$work/double"

@@ -16,6 +16,8 @@ Usage: gitlab_interpolation_test.py REPO_ROOT   (exit 1 on any failure)
 import os
 import sys
 
+import yaml
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gitlab_semantics import GitlabConfigError, jobs_of  # noqa: E402
 
@@ -113,6 +115,24 @@ def main():
     jobs = both_paths("driftgate's .gitlab-ci.yml", own)
     check("driftgate's .gitlab-ci.yml: gate, post, baseline", all(
         name in jobs for name in ("driftgate-gate", "driftgate-post", "driftgate-baseline")), str(sorted(jobs)))
+    # Issue 34, item 5: the gate and the baseline job install the .deb an earlier stage built (deb_path);
+    # the poster, which never installs it, builds the default branch.
+    if all(name in jobs for name in ("driftgate-deb", "driftgate-gate", "driftgate-post", "driftgate-baseline")):
+        stages = yaml.safe_load(own[".gitlab-ci.yml"])["stages"]
+        built = jobs["driftgate-deb"]["artifacts"]["paths"]
+        for name in ("driftgate-gate", "driftgate-baseline"):
+            check(f"driftgate's .gitlab-ci.yml: {name} installs driftgate-deb's artifact",
+                  jobs[name]["variables"].get("DRIFTGATE_DEB_PATH") in built and
+                  stages.index(jobs["driftgate-deb"]["stage"]) < stages.index(jobs[name]["stage"]) and
+                  "needs" not in jobs[name], f"{jobs[name]['variables'].get('DRIFTGATE_DEB_PATH')} {built} {stages}")
+        post_variables = jobs["driftgate-post"]["variables"]
+        check("driftgate's .gitlab-ci.yml: the poster builds the default branch",
+              post_variables.get("DRIFTGATE_POSTER") == "yes" and post_variables.get("DRIFTGATE_INSTALL") == "source"
+              and post_variables.get("DRIFTGATE_SOURCE_REF") == "$CI_DEFAULT_BRANCH", str(post_variables))
+        check("driftgate's .gitlab-ci.yml: no job points at a build/ binary",
+              all(job.get("variables", {}).get("DRIFTGATE", "driftgate") == "driftgate" for job in jobs.values()))
+    else:
+        failures.append(f"FAIL: driftgate's .gitlab-ci.yml: no driftgate-deb job: {sorted(jobs)}")
 
     # 4. The mistakes this test exists for must fail it.
     old_reference = '!reference [".$[[ inputs.job_prefix ]]-install", script]'
