@@ -20,7 +20,8 @@ mkdir -p "$consumer/.github/workflows"
 python3 - "$root/docs/ci.md" "$consumer" <<'PY'
 import os, re, sys
 ci_doc, out = open(sys.argv[1]).read(), sys.argv[2]
-blocks = re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", ci_doc, re.S)
+blocks = [(path, text) for path, text in re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", ci_doc, re.S)
+          if path.startswith(".github/workflows/")]  # .gitlab-ci.yml: tests/ci/gitlab_interpolation_test.py
 if len(blocks) != 3:
     sys.exit(f"FAIL: docs/ci.md shows {len(blocks)} consumer files, expected 3 (drift-gate.yml, drift-refresh.yml, "
              "drift-post.yml)")

@@ -134,6 +134,23 @@ def main():
     else:
         failures.append(f"FAIL: driftgate's .gitlab-ci.yml: no driftgate-deb job: {sorted(jobs)}")
 
+    # 3b. The .gitlab-ci.yml docs/ci.md tells a consumer to write (its set-up steps), the component
+    # read from this checkout.
+    import re
+    docs = open(os.path.join(root, "docs", "ci.md")).read()
+    shown = dict(re.findall(r"<!-- consumer-file: (\S+) -->\n```yaml\n(.*?)```", docs, re.S))
+    check("docs/ci.md shows a consumer .gitlab-ci.yml", ".gitlab-ci.yml" in shown)
+    if ".gitlab-ci.yml" in shown:
+        jobs = both_paths("docs/ci.md's .gitlab-ci.yml", {".gitlab-ci.yml": shown[".gitlab-ci.yml"],
+                                                          "templates/driftgate.yml": template})
+        gate = jobs.get("driftgate-gate", {}).get("variables", {})
+        check("docs/ci.md's .gitlab-ci.yml: the gate builds or installs the pinned commit",
+              re.fullmatch(r"[0-9a-f]{40}", str(gate.get("DRIFTGATE_SOURCE_REF"))) is not None and
+              gate.get("DRIFTGATE_INSTALL") == "auto", str(gate))
+        pin = re.search(r"driftgate@([0-9a-f]{40})", shown[".gitlab-ci.yml"])
+        check("docs/ci.md's .gitlab-ci.yml: source_ref is the component's pin",
+              pin is not None and gate.get("DRIFTGATE_SOURCE_REF") == pin.group(1), str(gate))
+
     # 4. The mistakes this test exists for must fail it.
     old_reference = '!reference [".$[[ inputs.job_prefix ]]-install", script]'
     check("mutation: the gate's install line is there to replace", template.count("    - *driftgate_install\n") >= 3)
