@@ -135,7 +135,8 @@ std::optional<PostRequest> parse_request(CommandContext& context) {
       "pr", po::value<int>(&pr), "GitHub pull request number (default: from the event payload)")(
       "project-id", po::value<std::string>(&project_id), "GitLab project id or path (default: CI_PROJECT_ID)")(
       "mr", po::value<int>(&mr), "GitLab merge request IID (default: CI_MERGE_REQUEST_IID)")(
-      "sha", po::value<std::string>(&sha), "head commit for the status (default: the PR/MR head from the CI)")(
+      "sha", po::value<std::string>(&sha),
+      "commit for the status (default: the PR head; GitLab: the pipeline's commit, CI_COMMIT_SHA)")(
       "token-env", po::value<std::string>(&token_env),
       "variable holding the token (default: GITHUB_TOKEN; DRIFTGATE_GITLAB_TOKEN for gitlab)")(
       "no-check-run", po::bool_switch(&no_check_run), "GitHub: commit status only, no check run")(

@@ -1,5 +1,6 @@
 // libFuzzer target: the CI event payload parsers (ci/ci_context.h and
-// ci/github_target.h), fed the payload GITHUB_EVENT_PATH names.
+// ci/github_target.h, which both read it through ci/event_payload.h), fed the payload
+// GITHUB_EVENT_PATH names.
 //
 // The first byte picks the event name; the rest is the payload. Both readers must
 // either resolve or throw driftgate::Error.
