@@ -13,15 +13,32 @@ namespace {
 
 using Json = OrderedJson;
 
-const char* const k_fields[] = {
-    "alignment",    "layers",       "observed",    "not_observable",    "coverage", "first_divergent",
-    "fused_before", "highest_rank", "reinjection", "reinjection_delta", "note",     "peak_rss_kib",
-    "profile"};
+const char* const k_fields[] = {"alignment",
+                                "status",
+                                "not_captured",
+                                "layers",
+                                "observed",
+                                "not_observable",
+                                "calls",
+                                "calls_compared",
+                                "coverage",
+                                "first_divergent",
+                                "fused_before",
+                                "highest_rank",
+                                "reinjection",
+                                "reinjection_delta",
+                                "reinjection_group",
+                                "note",
+                                "peak_rss_kib",
+                                "profile"};
 
 Tier2Layer parse_layer(const Json& row) {
-  if (!row.is_array() || row.size() != 6 || !row[0].is_string() || !row[1].is_string()) {
-    throw Error("localization: a profile row must be [name, status, delta, noise_floor, threshold, rank], got " +
-                row.dump());
+  if (!row.is_array() || (row.size() != 6 && row.size() != 7) || !row[0].is_string() || !row[1].is_string() ||
+      (row.size() == 7 && !row[6].is_string())) {
+    throw Error(
+        "localization: a profile row must be [name, status, delta, noise_floor, threshold, rank] or, for a "
+        "not-observable layer, [..., reason], got " +
+        row.dump());
   }
   Tier2Layer layer;
   layer.name = row[0].get<std::string>();
@@ -30,7 +47,27 @@ Tier2Layer parse_layer(const Json& row) {
   layer.noise_floor = json_to_number(row[3], "localization: 'noise_floor'");
   layer.threshold = json_to_number(row[4], "localization: 'threshold'");
   layer.rank = json_to_number(row[5], "localization: 'rank'");
+  if (row.size() == 7) {
+    if (layer.status != LayerStatus::k_not_observable) {
+      throw Error("localization: only a not_observable layer has a reason, got " + row.dump());
+    }
+    layer.reason = row[6].get<std::string>();
+  }
   return layer;
+}
+
+std::vector<std::string> string_array(const Json& json, const char* field) {
+  if (!json.is_array()) {
+    throw Error(std::string("localization: field '") + field + "' must be an array of layer names");
+  }
+  std::vector<std::string> names;
+  for (const Json& name : json) {
+    if (!name.is_string()) {
+      throw Error(std::string("localization: field '") + field + "' must be an array of layer names");
+    }
+    names.push_back(name.get<std::string>());
+  }
+  return names;
 }
 
 // delta / threshold of an observed layer (0 when both are 0).
@@ -55,6 +92,18 @@ const char* to_string(LayerStatus status) {
   return "ok";
 }
 
+const char* to_string(LocalizationStatus status) {
+  switch (status) {
+    case LocalizationStatus::k_localized:
+      return "localized";
+    case LocalizationStatus::k_partial:
+      return "partial";
+    case LocalizationStatus::k_within_thresholds:
+      return "within_thresholds";
+  }
+  return "within_thresholds";
+}
+
 LayerStatus parse_layer_status(const std::string& name) {
   for (LayerStatus status : {LayerStatus::k_ok, LayerStatus::k_divergent, LayerStatus::k_not_observable}) {
     if (name == to_string(status)) {
@@ -67,23 +116,34 @@ LayerStatus parse_layer_status(const std::string& name) {
 std::string localization_to_json(const Localization& localization) {
   Json profile = Json::array();
   for (const Tier2Layer& layer : localization.profile) {
-    profile.push_back(
-        Json::array({layer.name, to_string(layer.status), json_number(layer.delta), json_number(layer.noise_floor),
-                     json_number(layer.threshold), json_number(layer.rank)}));
+    Json row = Json::array({layer.name, to_string(layer.status), json_number(layer.delta),
+                            json_number(layer.noise_floor), json_number(layer.threshold), json_number(layer.rank)});
+    if (layer.status == LayerStatus::k_not_observable && !layer.reason.empty()) {
+      row.push_back(layer.reason);
+    }
+    profile.push_back(std::move(row));
   }
-  Json json{{"alignment", localization.alignment},
-            {"layers", localization.layers},
-            {"observed", localization.observed},
-            {"not_observable", localization.not_observable},
-            {"coverage", json_number(localization.coverage)},
-            {"first_divergent", localization.first_divergent},
-            {"fused_before", localization.fused_before},
-            {"highest_rank", localization.highest_rank},
-            {"reinjection", localization.reinjection},
-            {"reinjection_delta", json_number(localization.reinjection_delta)},
-            {"note", localization.note},
-            {"peak_rss_kib", localization.peak_rss_kib},
-            {"profile", std::move(profile)}};
+  Json json{{"alignment", localization.alignment}, {"status", to_string(localization.status)}};
+  if (!localization.not_captured.empty()) {
+    json["not_captured"] = localization.not_captured;
+  }
+  json["layers"] = localization.layers;
+  json["observed"] = localization.observed;
+  json["not_observable"] = localization.not_observable;
+  json["calls"] = localization.calls;
+  json["calls_compared"] = localization.calls_compared;
+  json["coverage"] = json_number(localization.coverage);
+  json["first_divergent"] = localization.first_divergent;
+  json["fused_before"] = localization.fused_before;
+  json["highest_rank"] = localization.highest_rank;
+  json["reinjection"] = localization.reinjection;
+  json["reinjection_delta"] = json_number(localization.reinjection_delta);
+  if (!localization.reinjection_group.empty()) {
+    json["reinjection_group"] = localization.reinjection_group;
+  }
+  json["note"] = localization.note;
+  json["peak_rss_kib"] = localization.peak_rss_kib;
+  json["profile"] = std::move(profile);
   return json.dump();
 }
 
@@ -115,21 +175,39 @@ Localization localization_from_json(const OrderedJson& json) {
     throw Error("localization: alignment must be 'position', 'boundary', 'onnx_scope' or 'package_outputs', got '" +
                 localization.alignment + "'");
   }
+  if (json.contains("status")) {
+    const std::string status = fields.text("status");
+    bool known = false;
+    for (LocalizationStatus candidate :
+         {LocalizationStatus::k_localized, LocalizationStatus::k_partial, LocalizationStatus::k_within_thresholds}) {
+      if (status == to_string(candidate)) {
+        localization.status = candidate;
+        known = true;
+      }
+    }
+    if (!known) {
+      throw Error("localization: status must be localized, partial or within_thresholds, got '" + status + "'");
+    }
+  }
+  if (json.contains("not_captured")) {
+    localization.not_captured = fields.text("not_captured");
+  }
   localization.layers = fields.integer("layers");
   localization.observed = fields.integer("observed");
   localization.not_observable = fields.integer("not_observable");
+  if (json.contains("calls") != json.contains("calls_compared")) {
+    throw Error("localization: 'calls' and 'calls_compared' come together");
+  }
+  if (json.contains("calls")) {
+    localization.calls = fields.integer("calls");
+    localization.calls_compared = fields.integer("calls_compared");
+    if (localization.calls < 0 || localization.calls_compared < 0 || localization.calls_compared > localization.calls) {
+      throw Error("localization: 'calls_compared' must be between 0 and 'calls'");
+    }
+  }
   localization.coverage = fields.number("coverage");
   localization.first_divergent = fields.text("first_divergent");
-  const Json& fused = fields.get("fused_before");
-  if (!fused.is_array()) {
-    throw Error("localization: field 'fused_before' must be an array of layer names");
-  }
-  for (const Json& name : fused) {
-    if (!name.is_string()) {
-      throw Error("localization: field 'fused_before' must be an array of layer names");
-    }
-    localization.fused_before.push_back(name.get<std::string>());
-  }
+  localization.fused_before = string_array(fields.get("fused_before"), "fused_before");
   localization.highest_rank = fields.text("highest_rank");
   localization.reinjection = fields.text("reinjection");
   if (localization.reinjection != "confirmed" && localization.reinjection != "not_confirmed" &&
@@ -138,6 +216,9 @@ Localization localization_from_json(const OrderedJson& json) {
                 localization.reinjection + "'");
   }
   localization.reinjection_delta = fields.number("reinjection_delta");
+  if (json.contains("reinjection_group")) {
+    localization.reinjection_group = string_array(fields.get("reinjection_group"), "reinjection_group");
+  }
   localization.note = fields.text("note");
   localization.peak_rss_kib = fields.integer("peak_rss_kib");
   const Json& profile = fields.get("profile");
@@ -150,6 +231,10 @@ Localization localization_from_json(const OrderedJson& json) {
   if (static_cast<int64_t>(localization.profile.size()) != localization.layers) {
     throw Error("localization: 'layers' is " + std::to_string(localization.layers) + " but the profile has " +
                 std::to_string(localization.profile.size()) + " rows");
+  }
+  if (!json.contains("status")) {  // written before the status was
+    localization.status = localization.first_divergent.empty() ? LocalizationStatus::k_within_thresholds
+                                                               : LocalizationStatus::k_localized;
   }
   return localization;
 }
@@ -187,11 +272,24 @@ std::string layer_sparkline(const Localization& localization, size_t width) {
 }
 
 std::string describe_localization(const Localization& localization) {
-  char coverage[160];
-  std::snprintf(coverage, sizeof coverage, "coverage %.0f%% (%lld of %lld layers; %lld fused / not observable)",
-                localization.coverage * 100.0, static_cast<long long>(localization.observed),
-                static_cast<long long>(localization.layers), static_cast<long long>(localization.not_observable));
+  char coverage[200];
+  if (localization.calls > 0) {
+    std::snprintf(coverage, sizeof coverage,
+                  "coverage %.0f%% (%lld of %lld module calls compared; %lld of %lld layers, %lld not observable)",
+                  localization.coverage * 100.0, static_cast<long long>(localization.calls_compared),
+                  static_cast<long long>(localization.calls), static_cast<long long>(localization.observed),
+                  static_cast<long long>(localization.layers), static_cast<long long>(localization.not_observable));
+  } else {
+    std::snprintf(coverage, sizeof coverage, "coverage %.0f%% (%lld of %lld layers; %lld fused / not observable)",
+                  localization.coverage * 100.0, static_cast<long long>(localization.observed),
+                  static_cast<long long>(localization.layers), static_cast<long long>(localization.not_observable));
+  }
+  const std::string partial =
+      localization.not_captured.empty() ? std::string() : "partial profile: " + localization.not_captured + "; ";
   if (localization.first_divergent.empty()) {
+    if (localization.status == LocalizationStatus::k_partial) {
+      return "no divergent layer among the compared ones, but the " + partial + coverage;
+    }
     return std::string("no divergent layer; ") + coverage;
   }
   double rank = 0.0;
@@ -214,7 +312,7 @@ std::string describe_localization(const Localization& localization) {
   if (!localization.highest_rank.empty() && localization.highest_rank != localization.first_divergent) {
     text_value += "; highest rank: " + localization.highest_rank;
   }
-  return text_value + "; " + coverage;
+  return text_value + "; " + partial + coverage;
 }
 
 }  // namespace driftgate

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/record_json.h"
+#include "core/tier2_profile.h"
 
 namespace driftgate {
 
@@ -89,6 +90,26 @@ void put_allow_entry(std::string& out, const AllowEntry& entry) {
   out += entry.expired ? ",\n        \"expired\": true\n      }" : ",\n        \"expired\": false\n      }";
 }
 
+// "tier2"'s object, as dump(2) writes it at depth 3: a check's localization in brief (its
+// per-layer profile stays in the run file). A partial profile says so here too.
+void put_tier2(std::string& out, const Localization& localization) {
+  out += "{\n        \"status\": ";
+  put_string(out, to_string(localization.status));
+  out += ",\n        \"first_divergent\": ";
+  put_string(out, localization.first_divergent);
+  out += ",\n        \"not_captured\": ";
+  put_string(out, localization.not_captured);
+  out += ",\n        \"reinjection\": ";
+  put_string(out, localization.reinjection);
+  out += ",\n        \"calls\": " + std::to_string(localization.calls);
+  out += ",\n        \"calls_compared\": " + std::to_string(localization.calls_compared);
+  out += ",\n        \"coverage\": ";
+  put_json_number(out, localization.coverage);
+  out += ",\n        \"summary\": ";
+  put_string(out, describe_localization(localization));
+  out += "\n      }";
+}
+
 // One element of "checks", as dump(2) writes it at depth 2 (4 spaces in), without
 // building a DOM per check: a report may list a million checks.
 void put_check(std::string& out, const CheckDiff& check, const GatePolicy& policy) {
@@ -127,6 +148,10 @@ void put_check(std::string& out, const CheckDiff& check, const GatePolicy& polic
       put_string(out, check.notes[i]);
     }
     out += "\n      ]";
+  }
+  if (check.localization) {
+    out += ",\n      \"tier2\": ";
+    put_tier2(out, *check.localization);
   }
   out += "\n    }";
 }

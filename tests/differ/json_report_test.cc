@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/tier2_profile.h"
 #include "differ/gate_policy.h"
 #include "differ/report.h"
 #include "tests/differ/test_support.h"
@@ -45,10 +47,25 @@ TEST(JsonReport, CheckByCheckIsTheDomDump) {
       "gate.yaml", "2026-06-15");
   Report report = make_report(run, found(baseline), diff_runs(run, baseline), policy);
   report.refresh_command = "driftgate baseline accept 'exp/b/*'";
+  // A failing check with a partial tier-2 profile says so in report.json too.
+  auto partial = std::make_shared<Localization>();
+  partial->status = LocalizationStatus::k_partial;
+  partial->not_captured = "3 of 9 layers not compared, from f/aten::add_#1 (m.py:3) [then@m.py:2] on: \"why\"";
+  partial->layers = 9;
+  partial->observed = 6;
+  partial->calls = 5;
+  partial->calls_compared = 3;
+  partial->coverage = 0.6;
+  report.diff->checks.front().localization = partial;
   std::string text = render_json(report);
   EXPECT_EQ(text, redumped(text));
   Json json = Json::parse(text);
   ASSERT_EQ(json["checks"].size(), 5u);
+  EXPECT_EQ(json["checks"][0]["tier2"]["status"], "partial");
+  EXPECT_EQ(json["checks"][0]["tier2"]["calls_compared"], 3);
+  EXPECT_NE(json["checks"][0]["tier2"]["summary"].get<std::string>().find("partial profile: 3 of 9 layers"),
+            std::string::npos);
+  EXPECT_FALSE(json["checks"][1].contains("tier2"));
   EXPECT_EQ(json["checks"][0]["allowed_by"]["owner"], "alice");  // an object inside a check, by hand too
   EXPECT_FALSE(json["checks"][0]["notes"].empty());
   EXPECT_NE(text.find("\"message\": \"bad \xef\xbf\xbd UTF-8\""), std::string::npos);  // replaced, not thrown
