@@ -30,6 +30,7 @@ struct ExplainRequest {
   std::vector<std::string> configs;
   std::string target_model;  // load the target from this file instead of the experiment's model
   std::string json_path;     // also write the localization as JSON here
+  std::string reinject;      // re-inject this layer instead of the first divergent one
   int threads = 1;
   bool in_process = false;
   int64_t budget_mib = 256;
@@ -45,19 +46,26 @@ struct CheckIdParts {
 };
 
 const CommandHelp k_help{
-    "driftgate explain CHECK_ID CONFIG.yaml... [--target-model FILE] [--json FILE] [--threads N] [--in-process]",
+    "driftgate explain CHECK_ID CONFIG.yaml... [--target-model FILE] [--json FILE] [--reinject LAYER] [--threads N]\n"
+    "                  [--in-process]",
     "Says where a check's drift starts. Runs the check's input through the reference, a float64 oracle and\n"
-    "the target with every activation captured (an aten::clone after each tensor-producing node of the\n"
-    "inlined TorchScript graph; the output stays bit-identical) and pairs the layers: by position when the\n"
+    "the target with every activation captured (a copy after each tensor-producing node of the inlined\n"
+    "TorchScript graph, inside the branches an `if` takes and once per loop iteration; the output stays\n"
+    "bit-identical) and pairs the layers: by position when the\n"
     "target only changes runtime settings; when it rewrites the graph (frozen, optimized, xnnpack), only\n"
     "where both graphs compute the same function of the input (a folded conv's output with the batch norm's,\n"
     "a fused conv+bn+relu's with the relu's); the values a rewrite folded away are 'not_observable', never\n"
-    "divergent. Per layer it prints the range-normalized error against the reference, the fp32 reference's\n"
+    "divergent, and a layer the target did not run (another branch, fewer loop iterations) is not_observable\n"
+    "with that reason, which makes the profile partial: then it never says 'no divergent layer' alone.\n"
+    "Coverage counts module calls: those whose output was compared, of those the reference made on this\n"
+    "input. Per layer it prints the range-normalized error against the reference, the fp32 reference's\n"
     "own error against float64 (the noise floor), the threshold max(10 x noise floor x the target's unit\n"
     "roundoff / the reference's, the check's atol + rtol at the layer's scale) and CRADLE's rank (large\n"
     "where error starts, small where it is only carried). The target's ops that compute the first\n"
-    "divergent value are then re-run alone on the reference's values before them: 'confirmed' means they\n"
-    "alone reproduce the divergence. The output leaf of CHECK_ID is accepted but the whole model is\n"
+    "divergent value are then re-run alone on the reference's values before them (with the convolution\n"
+    "whose oneDNN output layout a fused activation reads): 'confirmed' means they alone reproduce the\n"
+    "divergence; --reinject LAYER re-runs another layer's ops instead (a control upstream of the\n"
+    "divergence should give 'not_confirmed'). The output leaf of CHECK_ID is accepted but the whole model is\n"
     "explained; `run` attaches the same profile to failing checks. --target-model compares the\n"
     "experiment's model (reference) with another file (target): a TorchScript file, or for an\n"
     "onnxruntime target an ONNX file (values then paired at module exits, no re-injection).\n"
@@ -79,6 +87,9 @@ std::optional<ExplainRequest> parse_request(CommandContext& context) {
       "intra-op threads for backends that do not set their own")(
       "budget-mib", po::value<int64_t>(&request.budget_mib)->default_value(256),
       "activations held per backend at once, in MiB: layers are compared window by window")(
+      "reinject", po::value<std::string>(&request.reinject),
+      "re-run this layer's ops on the reference's values (a name from the profile, with or without its "
+      "' (file:line)' tail) instead of the first divergent layer's")(
       "in-process", po::bool_switch(&request.in_process), "localize in this process instead of a forked child");
   po::positional_options_description positional;
   positional.add("check", 1);
@@ -128,9 +139,14 @@ std::string format(const char* pattern, double value) {
 void print_localization(const std::string& id, const Localization& localization, std::ostream& out) {
   out << "explain " << id << "\n";
   out << "  alignment: " << localization.alignment << "; " << describe_localization(localization) << "\n";
-  if (!localization.first_divergent.empty() && localization.reinjection != "not_run") {
-    out << "  re-injection: " << localization.reinjection << " (the target's ops for this value alone, fed the "
-        << "reference's values before them: error " << format("%.3g", localization.reinjection_delta) << ")\n";
+  if (localization.reinjection != "not_run") {
+    std::string group;
+    for (const std::string& name : localization.reinjection_group) {
+      group += (group.empty() ? "" : " + ") + name.substr(0, name.find(" ("));
+    }
+    out << "  re-injection: " << localization.reinjection << " (the target's ops for this value alone"
+        << (group.empty() ? "" : ", " + group) << ", fed the reference's values before them: error "
+        << format("%.3g", localization.reinjection_delta) << ")\n";
   } else if (!localization.first_divergent.empty()) {
     out << "  re-injection: not_run (the note says why)\n";
   }
@@ -153,7 +169,11 @@ void print_localization(const std::string& id, const Localization& localization,
       std::snprintf(row, sizeof row, "  %4zu  %-14s %-10.3g %-11.3g %-10.3g %-10.3g ", i, to_string(layer.status),
                     layer.delta, layer.noise_floor, layer.threshold, layer.rank);
     }
-    out << row << layer.name << "\n";
+    out << row << layer.name;
+    if (layer.status == LayerStatus::k_not_observable && !layer.reason.empty() && layer.reason != k_reason_fused) {
+      out << "  (" << layer.reason << ")";
+    }
+    out << "\n";
   }
 }
 
@@ -194,6 +214,7 @@ int cmd_explain(CommandContext& context) {
   options.threads = request->threads;
   options.budget_bytes = request->budget_mib << 20;
   options.isolate = !request->in_process;
+  options.reinject_at = request->reinject;
   Localization localization;
   try {
     localization = explain_check(*experiment, parts.input, parts.target, options);

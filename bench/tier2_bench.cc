@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,9 +66,9 @@ void bench_model(const std::string& path, int repeats, int64_t size) {
   {
     driftgate::BackendInstance instance = driftgate::BackendInstance::load(builtin("cpu_fp32"), source);
     driftgate::CaptureGraph graph(instance.module());
-    std::vector<size_t> all(graph.points().size());
-    for (size_t i = 0; i < all.size(); ++i) {
-      all[i] = i;
+    std::set<driftgate::Execution> all;
+    for (size_t i = 0; i < graph.points().size(); ++i) {
+      all.insert({i, 0});
     }
     points = all.size();
     c10::IValue plain;
@@ -80,7 +81,7 @@ void bench_model(const std::string& path, int repeats, int64_t size) {
       });
     }
     identical = capture.output.toTensor().equal(plain.toTensor());
-    for (const auto& [point, value] : capture.values) {
+    for (const auto& [run, value] : capture.values) {
       bytes += static_cast<int64_t>(value.nbytes());
     }
     // Interleaved so that machine load hits both alike.

@@ -112,6 +112,9 @@ class ExperimentRun {
     for (size_t t = 0; t < m_experiment.targets.size(); ++t) {
       run_target(t);
     }
+    for (auto& per_input : m_grid) {
+      add_package_leads(per_input);
+    }
     if (m_progress != nullptr) {
       m_progress->skip(planned_steps(m_experiment) - m_steps);  // inputs a failed reference left out
     }

@@ -8,12 +8,15 @@
 namespace driftgate {
 namespace {
 
-bool same_kinds(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target) {
+// The same ops from the same code in the same order: the same graph ran the same way (an `if`
+// that took another branch on the target runs other nodes of the same kind).
+bool same_runs(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target) {
   if (reference.size() != target.size()) {
     return false;
   }
   for (size_t i = 0; i < reference.size(); ++i) {
-    if (reference[i].kind != target[i].kind) {
+    if (reference[i].kind != target[i].kind || reference[i].callstack != target[i].callstack ||
+        reference[i].source != target[i].source || reference[i].output != target[i].output) {
       return false;
     }
   }
@@ -127,10 +130,7 @@ NodeMatch match_nodes(const std::vector<CapturePoint>& reference, const std::vec
   match.origin.resize(target.size());
   // The callstack and the node's own source location, then (for a rewritten node whose
   // source location is the rewrite pattern's) the callstack alone where it is unique.
-  match_by(
-      reference, target,
-      [](const CapturePoint& p) { return p.callstack + "|" + p.source + "|" + std::to_string(p.output); }, false,
-      match);
+  match_by(reference, target, code_of, false, match);
   match_by(
       reference, target,
       [](const CapturePoint& p) {
@@ -199,9 +199,11 @@ std::vector<size_t> nearest_matched_descendants(size_t u, const std::vector<std:
 // could hold it.
 class SameFunction {
  public:
-  SameFunction(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target)
+  SameFunction(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target,
+               const std::set<std::string>* target_code)
       : m_reference(reference),
         m_target(target),
+        m_target_code(target_code),
         m_match(match_nodes(reference, target)),
         m_up_reference(upstream(reference)),
         m_up_target(upstream(target)) {
@@ -221,6 +223,9 @@ class SameFunction {
   // side. Among several (a matched node's own value first), the last of a chain (a
   // linear split into matmul and add is the add's value); otherwise none.
   std::optional<size_t> counterpart_of(size_t r, const std::unordered_multimap<uint64_t, size_t>& by_upstream) const {
+    if (not_run_there(r)) {
+      return std::nullopt;
+    }
     std::vector<size_t> candidates;
     auto [begin, end] = by_upstream.equal_range(m_matched_reference[r].hash());
     for (auto it = begin; it != end; ++it) {
@@ -260,6 +265,12 @@ class SameFunction {
   }
 
  private:
+  // An unmatched reference run whose node the target's graph has: the target did not run it
+  // (as often). Not absorbed by any other node.
+  bool not_run_there(size_t r) const {
+    return !m_match.counterpart[r] && m_target_code != nullptr && m_target_code->count(code_of(m_reference[r])) != 0;
+  }
+
   bool unchanged(size_t t) const {
     return m_match.origin[t] && m_reference[*m_match.origin[t]].signature == m_target[t].signature;
   }
@@ -285,6 +296,9 @@ class SameFunction {
     for (size_t u = 0; u < m_reference.size(); ++u) {
       if (m_match.counterpart[u]) {
         holder[u] = m_match.counterpart[u];
+        continue;
+      }
+      if (not_run_there(u)) {
         continue;
       }
       const std::vector<size_t> descendants = nearest_matched_descendants(u, successors, m_match);
@@ -419,6 +433,7 @@ class SameFunction {
 
   const std::vector<CapturePoint>& m_reference;
   const std::vector<CapturePoint>& m_target;
+  const std::set<std::string>* m_target_code;
   NodeMatch m_match;
   std::vector<Bits> m_up_reference;                  // per reference point, over reference points
   std::vector<Bits> m_up_target;                     // per target point, over target points
@@ -445,11 +460,15 @@ const char* to_string(AlignmentKind kind) {
   return "position";
 }
 
+std::string code_of(const CapturePoint& point) {
+  return point.callstack + "|" + point.source + "|" + std::to_string(point.output);
+}
+
 Alignment align_points(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target,
-                       bool same_graph) {
+                       bool same_graph, const std::set<std::string>* target_code) {
   Alignment alignment;
   alignment.target_of.resize(reference.size());
-  if (same_graph && same_kinds(reference, target)) {
+  if (same_graph && same_runs(reference, target)) {
     alignment.kind = AlignmentKind::k_position;
     for (size_t i = 0; i < reference.size(); ++i) {
       alignment.target_of[i] = i;
@@ -458,7 +477,7 @@ Alignment align_points(const std::vector<CapturePoint>& reference, const std::ve
     return alignment;
   }
   alignment.kind = AlignmentKind::k_boundary;
-  const SameFunction same_function(reference, target);
+  const SameFunction same_function(reference, target, target_code);
   const std::unordered_multimap<uint64_t, size_t> by_upstream = same_function.index_target();
   for (size_t r = 0; r < reference.size(); ++r) {
     alignment.target_of[r] = same_function.counterpart_of(r, by_upstream);

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,18 @@ struct Alignment {
   size_t observed = 0;                           // reference points with a counterpart
 };
 
-// Position alignment when `same_graph` and both graphs have the same op kinds in the
-// same order; the same-function alignment above otherwise.
+// Where a node comes from in the model's code (callstack, source location, which output):
+// what matching two graphs' nodes goes by first.
+std::string code_of(const CapturePoint& point);
+
+// Position alignment when `same_graph` and both lists have the same ops from the same code
+// in the same order; the same-function alignment above otherwise. The lists are the points
+// of two graphs, or the runs of two forwards (unrolled_points). `target_code`, when given,
+// holds code_of() of every node of the target's graph, run or not: a reference run whose node
+// the target's graph has but did not run as often (another branch, other loop counts) pairs
+// with nothing, never with another node that happens to compute alike.
 Alignment align_points(const std::vector<CapturePoint>& reference, const std::vector<CapturePoint>& target,
-                       bool same_graph);
+                       bool same_graph, const std::set<std::string>* target_code = nullptr);
 
 // The reverse map: per target point, the first reference point aligned with it (a
 // removed identity op, such as dropout, leaves two reference values equal to one).

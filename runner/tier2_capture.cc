@@ -2,6 +2,7 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/custom_operator.h>
 
 #include <algorithm>
 #include <cctype>
@@ -17,46 +18,127 @@
 namespace driftgate {
 namespace {
 
+using torch::jit::Block;
 using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
 
 bool is_tensor(const Value* value) { return value->type()->cast<c10::TensorType>() != nullptr; }
 
-// Nodes whose tensor outputs are parameters or constants, not activations.
+bool is_control_flow(const Node* node) { return node->kind() == c10::prim::If || node->kind() == c10::prim::Loop; }
+
+// Nodes whose tensor outputs are parameters or constants, not activations; and prim::If and
+// prim::Loop, whose outputs are values their blocks computed.
 bool produces_activation(const Node* node) {
-  return node->kind() != c10::prim::Constant && node->kind() != c10::prim::GetAttr && node->kind() != c10::prim::Param;
+  return node->kind() != c10::prim::Constant && node->kind() != c10::prim::GetAttr &&
+         node->kind() != c10::prim::Param && !is_control_flow(node);
 }
 
-// The values of `graph`'s top-level block that depend on the forward's input.
-std::set<const Value*> input_dependent(const Graph& graph) {
-  std::set<const Value*> dependent{graph.inputs()[1]};
-  for (const Node* node : graph.block()->nodes()) {
+// Nodes that run code tier 2 cannot walk into: an asynchronous fork's subgraph, a closure.
+bool hides_code(const Node* node) {
+  return node->hasAttribute(c10::attr::Subgraph) || (!node->blocks().empty() && !is_control_flow(node));
+}
+
+// Every node of `block` and of the blocks inside it, in graph order: a node before the
+// nodes of its blocks, an `if`'s first block before its second.
+void nodes_in_order(Block* block, std::vector<Node*>& nodes) {
+  for (Node* node : block->nodes()) {
+    nodes.push_back(node);
+    for (Block* inner : node->blocks()) {
+      nodes_in_order(inner, nodes);
+    }
+  }
+}
+
+void mark_dependent(const Block* block, std::set<const Value*>& dependent);
+
+bool depends(const std::set<const Value*>& dependent, const Value* value) { return dependent.count(value) != 0; }
+
+// One pass over `block`: a node's outputs depend on the forward's input when one of its
+// inputs does; an `if`'s or a loop's when the values its blocks give them do, or what
+// decides the control flow does. A loop's carried values may depend on the input only
+// through an earlier iteration: input_dependent() repeats the passes until nothing changes.
+void mark_dependent(const Block* block, std::set<const Value*>& dependent) {
+  for (const Node* node : block->nodes()) {
     const bool reads = std::any_of(node->inputs().begin(), node->inputs().end(),
-                                   [&](const Value* input) { return dependent.count(input) != 0; });
-    if (reads) {
+                                   [&](const Value* input) { return depends(dependent, input); });
+    if (node->kind() == c10::prim::Loop) {
+      // Node inputs: [trip count, condition, initial carried...]; body inputs: [iteration,
+      // carried...]; body outputs: [condition, carried...]; node outputs: [carried...].
+      const Block* body = node->blocks()[0];
+      for (size_t i = 1; i < body->inputs().size(); ++i) {
+        if (depends(dependent, node->inputs()[i + 1]) || depends(dependent, body->outputs()[i])) {
+          dependent.insert(body->inputs()[i]);
+        }
+      }
+      mark_dependent(body, dependent);
+      const bool decided_by_input = depends(dependent, node->inputs()[0]) || depends(dependent, node->inputs()[1]) ||
+                                    depends(dependent, body->outputs()[0]);
+      for (size_t i = 0; i < node->outputs().size(); ++i) {
+        if (decided_by_input || depends(dependent, node->inputs()[i + 2]) ||
+            depends(dependent, body->outputs()[i + 1])) {
+          dependent.insert(node->outputs()[i]);
+        }
+      }
+      continue;
+    }
+    bool from_blocks = false;
+    for (const Block* inner : node->blocks()) {
+      mark_dependent(inner, dependent);
+      from_blocks = from_blocks || std::any_of(inner->outputs().begin(), inner->outputs().end(),
+                                               [&](const Value* output) { return depends(dependent, output); });
+    }
+    if (node->kind() == c10::prim::If) {
+      for (size_t i = 0; i < node->outputs().size(); ++i) {
+        const bool returned = std::any_of(node->blocks().begin(), node->blocks().end(),
+                                          [&](const Block* inner) { return depends(dependent, inner->outputs()[i]); });
+        if (reads || returned) {
+          dependent.insert(node->outputs()[i]);
+        }
+      }
+    } else if (reads || from_blocks) {
       dependent.insert(node->outputs().begin(), node->outputs().end());
     }
   }
+}
+
+// The values of `graph`, in every block, that depend on the forward's input.
+std::set<const Value*> input_dependent(const Graph& graph) {
+  std::set<const Value*> dependent(graph.inputs().begin() + 1, graph.inputs().end());
+  size_t before = 0;
+  do {
+    before = dependent.size();
+    mark_dependent(graph.block(), dependent);
+  } while (dependent.size() != before);
   return dependent;
 }
 
-// The capturable values of a graph's top-level block, in graph order: the tensors
-// that depend on the forward's input (not constants, nor weights a pass prepacked).
-std::vector<Value*> capturable_values(Graph& graph) {
-  const std::set<const Value*> dependent = input_dependent(graph);
-  std::vector<Value*> values;
-  for (Node* node : graph.block()->nodes()) {
-    if (!produces_activation(node)) {
-      continue;
+// The values `value` is computed from: its node's inputs; for an `if`'s output also what
+// each branch returns there; for a loop's output what its body returns there and the
+// initial value; for a value a loop carries into its body, the initial value and, with
+// `through_loops`, what the body returned at the end of the previous iteration (without it
+// every source is earlier in graph order).
+std::vector<const Value*> sources_of(const Value* value, bool through_loops) {
+  const Node* node = value->node();
+  std::vector<const Value*> sources(node->inputs().begin(), node->inputs().end());
+  if (node->kind() == c10::prim::Param && node->owningBlock() != nullptr &&
+      node->owningBlock()->owningNode() != nullptr && node->owningBlock()->owningNode()->kind() == c10::prim::Loop) {
+    const Node* loop = node->owningBlock()->owningNode();
+    const size_t i = value->offset();
+    sources.push_back(loop->inputs()[i == 0 ? 0 : i + 1]);  // the trip count, or the initial carried value
+    if (through_loops && i > 0) {
+      sources.push_back(node->owningBlock()->outputs()[i]);
     }
-    for (Value* output : node->outputs()) {
-      if (is_tensor(output) && dependent.count(output) != 0) {
-        values.push_back(output);
-      }
-    }
+    return sources;
   }
-  return values;
+  if (node->kind() == c10::prim::If) {
+    for (const Block* inner : node->blocks()) {
+      sources.push_back(inner->outputs()[value->offset()]);
+    }
+  } else if (node->kind() == c10::prim::Loop) {
+    sources.push_back(node->blocks()[0]->outputs()[value->offset() + 1]);
+  }
+  return sources;
 }
 
 // The module instances on the node's inlined callstack, outermost first. "SELF" is
@@ -83,45 +165,59 @@ std::string module_path(const Node* node) {
   return path;
 }
 
+// The last component of a source file's path.
+std::string file_name(const std::string& path) {
+  return path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+}
+
 // "activation.py:8:11": a source range's file (last component), line and column.
 std::string location_of(const torch::jit::SourceRange& range) {
   auto location = range.file_line_col();
   if (!location || std::get<0>(*location).empty()) {
     return "";
   }
-  const std::string& file = std::get<0>(*location);
-  return file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1) + ":" +
-         std::to_string(std::get<1>(*location)) + ":" + std::to_string(std::get<2>(*location));
+  return file_name(std::get<0>(*location)) + ":" + std::to_string(std::get<1>(*location)) + ":" +
+         std::to_string(std::get<2>(*location));
 }
 
-// "layer1@resnet.py:30:8/0@container.py:12:8/relu@resnet.py:52:12": the callstack's
-// module instances with their call sites; "" without a callstack.
-std::string callstack_of(const Node* node) {
+// "conv.py:459": the node's original source line (the range that generated it, when a
+// pass made it), "" when the model kept no debug info.
+std::string source_line_of(const Node* node) {
+  const torch::jit::SourceRange& range = node->sourceRange();
+  auto generated = range.findSourceRangeThatGenerated();
+  auto location = (generated ? *generated : range).file_line_col();
+  if (!location || std::get<0>(*location).empty()) {
+    return "";
+  }
+  return file_name(std::get<0>(*location)) + ":" + std::to_string(std::get<1>(*location));
+}
+
+// One module call on a node's callstack: its callstack text up to and including it, and
+// its module path.
+struct CallOnStack {
+  std::string callstack;
+  std::string path;
+};
+
+// The callstack's text ("layer1@resnet.py:30:8/0@container.py:12:8/relu@resnet.py:52:12":
+// every entry, a function's as "?") and the module calls on it, outermost first.
+std::string callstack_of(const Node* node, std::vector<CallOnStack>* calls = nullptr) {
   std::string text;
+  std::string path;
   if (auto callstack = node->callstack()) {
     for (const auto& entry : (*callstack)->vec()) {
       const auto& instance = std::get<2>(entry);
       text += (text.empty() ? "" : "/") + (instance ? instance->instance_name() : std::string("?")) + "@" +
               location_of(std::get<1>(entry));
+      if (instance && !instance->instance_name().empty() && instance->instance_name() != "SELF") {
+        path += (path.empty() ? "" : ".") + instance->instance_name();
+        if (calls != nullptr) {
+          calls->push_back({text, path});
+        }
+      }
     }
   }
   return text;
-}
-
-// " (conv.py:459)": the original source line, when the model kept its debug info.
-std::string source_of(const Node* node) {
-  const torch::jit::SourceRange& range = node->sourceRange();
-  auto generated = range.findSourceRangeThatGenerated();
-  auto location = (generated ? *generated : range).file_line_col();
-  if (!location) {
-    return "";
-  }
-  std::string file = std::get<0>(*location);
-  if (file.empty()) {
-    return "";
-  }
-  file = file.substr(file.find_last_of('/') == std::string::npos ? 0 : file.find_last_of('/') + 1);
-  return " (" + file + ":" + std::to_string(std::get<1>(*location)) + ")";
 }
 
 // The op an in-place or oneDNN layout variant stands for: "aten::relu_" and
@@ -349,6 +445,12 @@ void describe_constants(const Node* node, const std::set<const Value*>& dependen
   point.signature = fnv.hash();
 }
 
+// "<module>/<op kind>#<n> (<file>:<line>)<branch>".
+std::string name_of(const CapturePoint& point, int n) {
+  return (point.module.empty() ? "" : point.module + "/") + point.kind + "#" + std::to_string(n) +
+         (point.line.empty() ? "" : " (" + point.line + ")") + point.branch;
+}
+
 // Autocast off for one scope: graphs copied under autocast carry its cast nodes.
 class NoAutocast {
  public:
@@ -366,7 +468,111 @@ at::Tensor dense(const c10::IValue& value) {
   return tensor.is_mkldnn() ? tensor.to_dense() : tensor;
 }
 
+// What the recording op of the capture forward running on this thread writes into.
+struct Recorder {
+  const std::vector<CapturePoint>& points;
+  const std::set<Execution>& wanted;
+  ValueLayout layout;
+  Capture& capture;
+  std::vector<size_t> call_runs;  // per module call: how many runs have started
+};
+
+thread_local Recorder* t_recorder = nullptr;
+
+// Sets the thread's recorder for one forward, and clears it however the forward ends.
+class RecordInto {
+ public:
+  explicit RecordInto(Recorder& recorder) : m_was(t_recorder) { t_recorder = &recorder; }
+  ~RecordInto() { t_recorder = m_was; }
+  RecordInto(const RecordInto&) = delete;
+  RecordInto& operator=(const RecordInto&) = delete;
+
+ private:
+  Recorder* m_was;
+};
+
+// driftgate::tier2_record(Tensor? value, int event): event >= 0 is a point that just
+// produced `value`, event < 0 is the start of a run of module call -event - 1 (value None).
+// Outside a capture forward (no recorder) it does nothing.
+void record(torch::jit::Stack& stack) {
+  const int64_t event = stack.back().toInt();
+  stack.pop_back();
+  const c10::IValue value = std::move(stack.back());
+  stack.pop_back();
+  Recorder* recorder = t_recorder;
+  if (recorder == nullptr) {
+    return;
+  }
+  if (event < 0) {
+    ++recorder->call_runs.at(static_cast<size_t>(-event - 1));
+    return;
+  }
+  const auto point = static_cast<size_t>(event);
+  Trace& trace = recorder->capture.trace;
+  const Execution execution{point, trace.runs.at(point)++};
+  trace.executions.push_back(execution);
+  std::vector<size_t> runs;
+  for (size_t call : recorder->points[point].calls) {
+    runs.push_back(recorder->call_runs[call] == 0 ? 0 : recorder->call_runs[call] - 1);
+  }
+  trace.call_runs.push_back(std::move(runs));
+  if (recorder->wanted.count(execution) == 0 || !value.isTensor()) {
+    return;
+  }
+  const at::Tensor& tensor = value.toTensor();
+  if (tensor.is_mkldnn()) {
+    recorder->capture.opaque.insert(execution);
+  }
+  recorder->capture.values[execution] =
+      tensor.is_mkldnn() && recorder->layout == ValueLayout::k_dense ? tensor.to_dense() : tensor.clone();
+}
+
+// Side effects (CONSERVATIVE alias analysis): no graph pass removes it or moves a write
+// across it, so it sees each value as its node produced it.
+const torch::jit::RegisterOperators k_register_record({torch::jit::Operator(
+    "driftgate::tier2_record(Tensor? value, int event) -> ()", [](torch::jit::Stack& stack) { record(stack); },
+    c10::AliasAnalysisKind::CONSERVATIVE)});
+
+const c10::Symbol k_record = c10::Symbol::fromQualString("driftgate::tier2_record");
+
 }  // namespace
+
+std::vector<std::string> execution_names(const std::vector<CapturePoint>& points, const Trace& trace) {
+  std::map<std::string, int> occurrences;  // "module/kind" -> runs so far
+  std::vector<std::string> names;
+  names.reserve(trace.executions.size());
+  for (const Execution& execution : trace.executions) {
+    const CapturePoint& point = points.at(execution.point);
+    names.push_back(name_of(point, ++occurrences[point.module + "/" + point.kind]));
+  }
+  return names;
+}
+
+std::vector<CapturePoint> unrolled_points(const std::vector<CapturePoint>& points, const Trace& trace) {
+  const std::vector<std::string> names = execution_names(points, trace);
+  std::vector<CapturePoint> unrolled;
+  unrolled.reserve(trace.executions.size());
+  std::vector<std::optional<size_t>> latest(points.size());
+  for (size_t i = 0; i < trace.executions.size(); ++i) {
+    const size_t p = trace.executions[i].point;
+    CapturePoint point = points[p];
+    point.name = names[i];
+    point.predecessors.clear();
+    point.carried.clear();
+    std::set<size_t> earlier;
+    for (const std::vector<size_t>* list : {&points[p].predecessors, &points[p].carried}) {
+      for (size_t predecessor : *list) {
+        if (latest[predecessor]) {
+          earlier.insert(*latest[predecessor]);
+        }
+      }
+    }
+    point.predecessors.assign(earlier.begin(), earlier.end());
+    latest[p] = i;
+    unrolled.push_back(std::move(point));
+  }
+  return unrolled;
+}
 
 CaptureGraph::CaptureGraph(const torch::jit::Module& module) : m_module(module) {
   NoAutocast no_autocast;
@@ -382,34 +588,90 @@ CaptureGraph::CaptureGraph(const torch::jit::Module& module) : m_module(module) 
   }
   const std::set<const Value*> dependent = input_dependent(*m_graph);
   ConstantHasher hasher(*m_graph, m_module);
+  std::map<std::string, size_t> call_of;   // callstack text -> call
   std::map<std::string, int> occurrences;  // "module/kind" -> count so far
-  for (Value* value : capturable_values(*m_graph)) {
-    const Node* node = value->node();
-    CapturePoint point;
-    point.kind = node->kind().toQualString();
-    point.op = normalized_op(node->kind());
-    point.module = module_path(node);
-    point.callstack = callstack_of(node);
-    point.source = location_of(node->sourceRange());
-    describe_constants(node, dependent, hasher, m_points.size(), point);
-    point.layout = is_layout_conversion(node);
-    point.output =
-        static_cast<size_t>(std::find(node->outputs().begin(), node->outputs().end(), value) - node->outputs().begin());
-    const int n = ++occurrences[point.module + "/" + point.kind];
-    point.name =
-        (point.module.empty() ? "" : point.module + "/") + point.kind + "#" + std::to_string(n) + source_of(node);
-    m_point_of[value] = m_points.size();
-    m_values.push_back(value);
-    m_points.push_back(std::move(point));
+  std::map<const Block*, std::pair<std::string, bool>> context{{m_graph->block(), {"", false}}};
+  std::vector<Node*> nodes;
+  nodes_in_order(m_graph->block(), nodes);
+  for (Node* node : nodes) {
+    const auto& [branch, in_loop] = context.at(node->owningBlock());
+    if (is_control_flow(node)) {
+      const std::string where = source_line_of(node);
+      const bool loop = node->kind() == c10::prim::Loop;
+      for (size_t b = 0; b < node->blocks().size(); ++b) {
+        context[node->blocks()[b]] = {branch + " [" +
+                                          (loop     ? "loop"
+                                           : b == 0 ? "then"
+                                                    : "else") +
+                                          "@" + where + "]",
+                                      in_loop || loop};
+      }
+    } else if (hides_code(node)) {
+      m_unsupported.push_back(std::string(node->kind().toQualString()) + " at " + source_line_of(node));
+    }
+    std::vector<CallOnStack> on_stack;
+    const std::string callstack = callstack_of(node, &on_stack);
+    std::vector<size_t> calls;
+    for (const CallOnStack& call : on_stack) {
+      auto [it, added] = call_of.emplace(call.callstack, m_calls.size());
+      if (added) {
+        m_calls.push_back({call.path, call.callstack});
+        m_call_anchors.push_back(nullptr);
+      }
+      // A run of the call starts at its first node that runs once per run: constants may
+      // be hoisted anywhere by graph passes.
+      if (m_call_anchors[it->second] == nullptr && node->kind() != c10::prim::Constant) {
+        m_call_anchors[it->second] = node;
+      }
+      calls.push_back(it->second);
+    }
+    if (!produces_activation(node)) {
+      continue;
+    }
+    for (Value* value : node->outputs()) {
+      if (!is_tensor(value) || dependent.count(value) == 0) {
+        continue;
+      }
+      CapturePoint point;
+      point.kind = node->kind().toQualString();
+      point.op = normalized_op(node->kind());
+      point.module = module_path(node);
+      point.callstack = callstack;
+      point.source = location_of(node->sourceRange());
+      point.branch = branch;
+      point.in_loop = in_loop;
+      point.calls = calls;
+      describe_constants(node, dependent, hasher, m_points.size(), point);
+      point.layout = is_layout_conversion(node);
+      point.output = value->offset();
+      point.line = source_line_of(node);
+      point.name = name_of(point, ++occurrences[point.module + "/" + point.kind]);
+      m_point_of[value] = m_points.size();
+      m_values.push_back(value);
+      m_points.push_back(std::move(point));
+    }
   }
   const std::function<bool(size_t)> every_point = [](size_t) { return true; };
   for (size_t p = 0; p < m_points.size(); ++p) {
-    m_points[p].predecessors = group_inputs(p, every_point, &m_points[p].reads_graph_input);
+    CapturePoint& point = m_points[p];
+    point.predecessors = group_inputs(p, every_point, &point.reads_graph_input);
+    if (point.in_loop) {
+      for (size_t q : reached(p, every_point, true, nullptr)) {
+        if (!std::binary_search(point.predecessors.begin(), point.predecessors.end(), q)) {
+          point.carried.push_back(q);
+        }
+      }
+    }
   }
 }
 
 std::vector<size_t> CaptureGraph::group_inputs(size_t point, const std::function<bool(size_t)>& cut,
                                                bool* reads_graph_input) const {
+  return reached(point, cut, false, reads_graph_input);
+}
+
+std::vector<size_t> CaptureGraph::reached(size_t point, const std::function<bool(size_t)>& cut, bool through_loops,
+                                          bool* reads_graph_input) const {
   std::set<size_t> found;
   bool graph_input = false;
   std::set<const Value*> seen;
@@ -425,8 +687,8 @@ std::vector<size_t> CaptureGraph::group_inputs(size_t point, const std::function
       graph_input = true;
       return;
     }
-    for (const Value* input : value->node()->inputs()) {
-      visit(input);
+    for (const Value* source : sources_of(value, through_loops)) {
+      visit(source);
     }
   };
   for (const Value* input : m_values.at(point)->node()->inputs()) {
@@ -438,48 +700,48 @@ std::vector<size_t> CaptureGraph::group_inputs(size_t point, const std::function
   return {found.begin(), found.end()};
 }
 
-Capture CaptureGraph::run(const at::Tensor& input, const std::vector<size_t>& wanted) const {
-  std::shared_ptr<torch::jit::GraphFunction>& function = m_functions[wanted];
-  if (!function) {
-    function = build_function(wanted);
+Capture CaptureGraph::run(const at::Tensor& input, const std::set<Execution>& wanted, ValueLayout layout) const {
+  if (!m_function) {
+    m_function = build_function();
   }
-  std::vector<c10::IValue> stack{m_module._ivalue(), input};
-  function->run(stack);
-  const auto& elements = stack.at(0).toTupleRef().elements();
   Capture capture;
-  capture.output = elements[0];
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    if (elements[i + 1].toTensor().is_mkldnn()) {
-      capture.opaque.insert(wanted[i]);
-    }
-    capture.values[wanted[i]] = dense(elements[i + 1]);
-  }
+  capture.trace.runs.assign(m_points.size(), 0);
+  Recorder recorder{m_points, wanted, layout, capture, std::vector<size_t>(m_calls.size(), 0)};
+  RecordInto into(recorder);
+  std::vector<c10::IValue> stack{m_module._ivalue(), input};
+  m_function->run(stack);
+  capture.output = stack.at(0);
   return capture;
 }
 
-std::shared_ptr<torch::jit::GraphFunction> CaptureGraph::build_function(const std::vector<size_t>& wanted) const {
+std::shared_ptr<torch::jit::GraphFunction> CaptureGraph::build_function() const {
+  // The copy has the same nodes in the same order: find each point's node and each call's
+  // anchor there by its position.
+  std::vector<Node*> original;
+  nodes_in_order(m_graph->block(), original);
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < original.size(); ++i) {
+    position[original[i]] = i;
+  }
   std::shared_ptr<Graph> graph = m_graph->copy();
-  std::vector<Value*> values = capturable_values(*graph);
-  Value* none = nullptr;
-  {
-    torch::jit::WithInsertPoint at_start(graph->block()->nodes().front());
-    none = graph->insertConstant(c10::IValue());
+  std::vector<Node*> copied;
+  nodes_in_order(graph->block(), copied);
+  torch::jit::WithInsertPoint at_start(graph->block()->nodes().front());
+  Value* none = graph->insertConstant(c10::IValue());
+  auto insert_record = [&](Value* value, int64_t event, Node* before) {
+    Value* id = graph->insertConstant(event);  // at the start: visible in every block
+    Node* node = graph->create(k_record, {value, id}, 0);
+    node->insertBefore(before);
+  };
+  for (size_t c = 0; c < m_calls.size(); ++c) {
+    if (m_call_anchors[c] != nullptr) {
+      insert_record(none, -static_cast<int64_t>(c) - 1, copied.at(position.at(m_call_anchors[c])));
+    }
   }
-  std::vector<Value*> clones;
-  for (size_t index : wanted) {
-    Value* value = values.at(index);
-    torch::jit::WithInsertPoint after(value->node()->next());
-    Node* clone = graph->create(c10::aten::clone, {value, none});
-    clone->output()->setType(value->type());
-    graph->insertNode(clone);
-    clones.push_back(clone->output());
+  for (size_t p = 0; p < m_points.size(); ++p) {
+    Node* node = copied.at(position.at(m_values[p]->node()));
+    insert_record(node->output(m_points[p].output), static_cast<int64_t>(p), node->next());
   }
-  std::vector<Value*> returned{graph->outputs()[0]};
-  returned.insert(returned.end(), clones.begin(), clones.end());
-  Node* tuple = graph->createTuple(returned);
-  graph->appendNode(tuple);
-  graph->eraseOutput(0);
-  graph->registerOutput(tuple->output());
   return std::make_shared<torch::jit::GraphFunction>("driftgate_tier2_capture", graph, nullptr);
 }
 
@@ -501,10 +763,11 @@ at::Tensor CaptureGraph::run_group(size_t point, const std::function<bool(size_t
       return env[value] = input;
     }
     Node* node = value->node();
-    if (node->kind() == c10::prim::Param || !node->blocks().empty()) {
-      throw Error("tier 2: cannot re-run '" + m_points[point].name + "' on its own: an input comes from " +
-                  (node->kind() == c10::prim::Param ? "an extra graph input" : "control flow"));
+    if (node->kind() == c10::prim::Param) {
+      throw Error("tier 2: cannot re-run '" + m_points[point].name + "' on its own: an input is " +
+                  (node->owningBlock() == m_graph->block() ? "an extra graph input" : "carried by a loop"));
     }
+    // An `if` or a loop is copied whole: its blocks read what they need through map_value.
     Node* copy = graph->createClone(node, map_value);
     graph->appendNode(copy);
     for (size_t i = 0; i < node->outputs().size(); ++i) {
@@ -515,9 +778,7 @@ at::Tensor CaptureGraph::run_group(size_t point, const std::function<bool(size_t
   Value* target = m_values.at(point);
   Node* copy = graph->createClone(target->node(), map_value);
   graph->appendNode(copy);
-  size_t offset = std::find(target->node()->outputs().begin(), target->node()->outputs().end(), target) -
-                  target->node()->outputs().begin();
-  graph->registerOutput(copy->output(offset));
+  graph->registerOutput(copy->output(target->offset()));
   torch::jit::GraphFunction function("driftgate_tier2_reinject", graph, nullptr);
   function.run(stack);
   return dense(stack.at(0));

@@ -50,6 +50,7 @@ Localization explain_check(const Experiment& experiment, const std::string& inpu
                                          experiment.aoti_package_path, experiment.onnx_model_path});
   request.target_model_path = options.target_model;
   request.options.budget_bytes = options.budget_bytes;
+  request.options.reinject_at = options.reinject_at;
   at::Tensor tensor;
   try {
     tensor = make_input(input_spec);

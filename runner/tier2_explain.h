@@ -17,6 +17,7 @@ struct ExplainOptions {
   int threads = 1;                            // intra-op threads of backends that say threads: 0
   int64_t budget_bytes = int64_t{256} << 20;  // activations held per backend per window
   bool isolate = true;                        // localize in a forked child (timeout_s applies)
+  std::string reinject_at;                    // re-inject this layer instead of the first divergent one
 };
 
 // Localizes `target` (one of the experiment's targets, by name) against the

@@ -88,10 +88,43 @@ bool same_graph(const BackendSpec& a, const BackendSpec& b) {
 
 int64_t bytes_of(const Capture& capture) {
   int64_t bytes = 0;
-  for (const auto& [point, value] : capture.values) {
+  for (const auto& [run, value] : capture.values) {
     bytes += static_cast<int64_t>(value.nbytes());
   }
   return bytes;
+}
+
+// Coverage counts the model: the module calls the reference made on this input (a run of a
+// call inside a loop counts once per iteration) and, of those, the ones whose output (the last
+// value computed in the call) row `compared` says was compared. The same on every target.
+std::pair<int64_t, int64_t> module_calls(const std::vector<CapturePoint>& points, const Trace& trace,
+                                         const std::function<bool(size_t)>& compared) {
+  std::map<std::pair<size_t, size_t>, size_t> exit_of;  // (call, run of it) -> its last row
+  for (size_t r = 0; r < trace.executions.size(); ++r) {
+    const std::vector<size_t>& calls = points[trace.executions[r].point].calls;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      exit_of[{calls[i], trace.call_runs[r][i]}] = r;
+    }
+  }
+  int64_t compared_calls = 0;
+  for (const auto& [call, row] : exit_of) {
+    compared_calls += compared(row) ? 1 : 0;
+  }
+  return {static_cast<int64_t>(exit_of.size()), compared_calls};
+}
+
+// A layer of the profile: one run of a reference point, in the order the reference ran them.
+struct Row {
+  Execution run;
+  std::optional<size_t> target;  // the target's run of the same function (an index into its trace), if compared
+  std::optional<size_t> oracle;  // the oracle's run of the same function (an index into its trace), if any
+};
+
+// Ops whose output layout on a oneDNN tensor their kernel chooses from the weights (a
+// blocked format, channels padded to a multiple of 8 or 16), whatever the input's layout:
+// their inputs can be fed in a plain oneDNN layout without changing what they compute.
+bool chooses_output_layout(const CapturePoint& point) {
+  return point.op.find("convolution") != std::string::npos || point.op.find("linear") != std::string::npos;
 }
 
 // Everything one localization works with.
@@ -108,36 +141,23 @@ class Localizer {
         m_onnx(target.onnx_worker()) {
     if (oracle != nullptr) {
       m_oracle_graph.emplace(oracle->module());
-      m_oracle_alignment =
-          align_points(points(), m_oracle_graph->points(), same_graph(reference.spec(), oracle->spec()));
     }
-    if (m_onnx != nullptr) {
-      OnnxScopeAlignment paired = align_onnx_scopes(points(), m_onnx->graph());
-      m_alignment.kind = AlignmentKind::k_onnx_scope;
-      m_alignment.target_of = std::move(paired.target_of);
-      m_alignment.observed = paired.observed;
-      m_onnx_values = std::move(paired.values);
-      add_note(paired.note);
-    } else {
+    if (m_onnx == nullptr) {
       m_target_graph.emplace(target.module());
-      m_alignment = align_points(points(), m_target_graph->points(), same_graph(reference.spec(), target.spec()));
     }
     m_precision_ratio = std::max(1.0, unit_roundoff(target.spec()) / unit_roundoff(reference.spec()));
   }
 
   Localization run() {
-    const size_t count = points().size();
-    m_layers.resize(count);
-    m_observed.assign(count, false);
-    for (size_t p = 0; p < count; ++p) {
-      m_layers[p].name = points()[p].name;
-      m_observed[p] = m_alignment.target_of[p].has_value();
-    }
+    align();
+    make_rows();
     compare_in_windows();
     Localization result;
     result.alignment = to_string(m_alignment.kind);
-    result.layers = static_cast<int64_t>(count);
+    result.layers = static_cast<int64_t>(m_rows.size());
     assign_statuses_and_ranks(result);
+    count_calls(result);
+    describe_what_was_not_compared(result);
     if (m_onnx != nullptr) {
       if (m_marking_changed > 0.0) {
         add_note(
@@ -145,12 +165,12 @@ class Localizer {
             "outputs differ from the plain session's by up to " +
             format_value(m_marking_changed) + ", and the layers describe that session");
       }
-      if (!result.first_divergent.empty()) {
+      if (!result.first_divergent.empty() || !m_options.reinject_at.empty()) {
         add_note("re-injection is not run on ONNX Runtime targets: the session runs its graph whole");
       }
-    } else if (!result.first_divergent.empty()) {
+    } else if (std::optional<size_t> row = reinjected_row(result)) {
       try {
-        reinject(m_first_divergent, result);
+        reinject(*row, result);
       } catch (const Error& e) {
         add_note(std::string("re-injection not run: ") + e.what());
       } catch (const std::exception& e) {
@@ -171,14 +191,103 @@ class Localizer {
     }
   }
 
-  // The target's values of target points `wanted`: from its capture graph, or from its ONNX
-  // Runtime session with those values marked as outputs (whose final outputs are compared
-  // with the plain session's: marking may change what ONNX Runtime fuses).
-  std::map<size_t, at::Tensor> capture_target(const std::vector<size_t>& wanted) {
-    if (m_onnx == nullptr) {
-      return capture(m_target, *m_target_graph, wanted).values;
+  // One forward of each backend that records what ran (no values), then the alignment of
+  // those runs: values are paired run by run, so a loop that a rewrite unrolled pairs
+  // iteration by iteration, and a branch that did not run has nothing to pair.
+  void align() {
+    m_reference_trace = capture(m_reference, m_reference_graph, {}).trace;
+    m_reference_runs = unrolled_points(points(), m_reference_trace);
+    if (m_oracle != nullptr) {
+      m_oracle_trace = capture(*m_oracle, *m_oracle_graph, {}).trace;
+      m_oracle_alignment = align_points(m_reference_runs, unrolled_points(m_oracle_graph->points(), m_oracle_trace),
+                                        same_graph(m_reference.spec(), m_oracle->spec()));
     }
+    if (m_onnx != nullptr) {
+      OnnxScopeAlignment paired = align_onnx_scopes(m_reference_runs, m_onnx->graph());
+      m_alignment.kind = AlignmentKind::k_onnx_scope;
+      m_alignment.target_of = std::move(paired.target_of);
+      m_alignment.observed = paired.observed;
+      m_onnx_values = std::move(paired.values);
+      add_note(paired.note);
+      return;
+    }
+    m_target_trace = capture(m_target, *m_target_graph, {}).trace;
+    std::set<std::string> target_code;
+    for (const CapturePoint& point : m_target_graph->points()) {
+      if (!point.callstack.empty()) {
+        target_code.insert(code_of(point));
+      }
+    }
+    m_alignment = align_points(m_reference_runs, unrolled_points(m_target_graph->points(), m_target_trace),
+                               same_graph(m_reference.spec(), m_target.spec()), &target_code);
+  }
+
+  // One row per run of the reference, with where the oracle and the target ran the same
+  // function; a row with no counterpart is not observable, and the row says why.
+  void make_rows() {
+    std::map<std::string, size_t> reference_runs;  // code key -> runs on the reference
+    for (const CapturePoint& run : m_reference_runs) {
+      ++reference_runs[code_of(run)];
+    }
+    std::set<std::string> target_nodes;         // code keys of the target's graph
+    std::map<std::string, size_t> target_runs;  // code key -> runs on the target
+    if (m_target_graph) {
+      for (const CapturePoint& point : m_target_graph->points()) {
+        target_nodes.insert(code_of(point));
+      }
+      for (const Execution& run : m_target_trace.executions) {
+        ++target_runs[code_of(m_target_graph->points()[run.point])];
+      }
+    }
+    m_rows.resize(m_reference_runs.size());
+    m_layers.resize(m_reference_runs.size());
+    for (size_t r = 0; r < m_reference_runs.size(); ++r) {
+      Row& row = m_rows[r];
+      row.run = m_reference_trace.executions[r];
+      m_layers[r].name = m_reference_runs[r].name;
+      if (m_oracle != nullptr) {
+        row.oracle = m_oracle_alignment.target_of[r];
+      }
+      row.target = m_alignment.target_of[r];
+      if (row.target) {
+        continue;
+      }
+      m_layers[r].reason = k_reason_fused;
+      const CapturePoint& point = m_reference_runs[r];
+      const std::string key = code_of(point);
+      if (m_onnx != nullptr || point.callstack.empty() || target_nodes.count(key) == 0) {
+        continue;  // the rewrite removed or merged the node: fused
+      }
+      const size_t here = reference_runs[key];
+      const size_t there = target_runs[key];
+      if (there == 0) {
+        m_layers[r].reason = point.branch.empty()
+                                 ? "not run on the target"
+                                 : "not run on the target: it took another branch or ran the loop fewer times";
+      } else if (there != here) {
+        m_layers[r].reason =
+            "runs " + std::to_string(here) + " times on the reference, " + std::to_string(there) + " on the target";
+      }
+    }
+  }
+
+  // The target's values of the wanted runs: from its capture graph, or from its ONNX Runtime
+  // session with those values marked as outputs (whose final outputs are compared with the
+  // plain session's: marking may change what ONNX Runtime fuses).
+  // `wanted` are indices into the target's runs (its trace; for ONNX Runtime, its values).
+  std::map<size_t, at::Tensor> capture_target(const std::set<size_t>& wanted) {
     std::map<size_t, at::Tensor> values;
+    if (m_onnx == nullptr) {
+      std::set<Execution> runs;
+      for (size_t t : wanted) {
+        runs.insert(m_target_trace.executions.at(t));
+      }
+      Capture target = capture(m_target, *m_target_graph, runs);
+      for (size_t t : wanted) {
+        values.emplace(t, std::move(target.values.at(m_target_trace.executions[t])));
+      }
+      return values;
+    }
     if (wanted.empty()) {
       return values;
     }
@@ -201,108 +310,115 @@ class Localizer {
         m_marking_changed = std::max(m_marking_changed, std::isnan(difference) ? INFINITY : difference);
       }
     }
-    for (size_t i = 0; i < wanted.size(); ++i) {
-      values.emplace(wanted[i], std::move(marked.values.at(i)));
+    size_t i = 0;
+    for (size_t t : wanted) {
+      values.emplace(t, std::move(marked.values.at(i++)));
     }
     return values;
   }
 
-  Capture capture(BackendInstance& instance, const CaptureGraph& graph, const std::vector<size_t>& wanted) {
+  Capture capture(BackendInstance& instance, const CaptureGraph& graph, const std::set<Execution>& wanted,
+                  ValueLayout layout = ValueLayout::k_dense) {
     Capture result;
     at::Tensor prepared = instance.prepare_input(m_input);
     instance.with_settings([&]() {
-      result = graph.run(prepared, wanted);
+      result = graph.run(prepared, wanted, layout);
       return c10::IValue();
     });
     return result;
   }
 
-  // Reference points [begin, end) against the oracle, then against the target; at
-  // most the reference's window and one other backend's are held at once.
+  // Rows `window` against the oracle, then against the target; at most the reference's
+  // window and one other backend's are held at once.
   void compare_window(const std::vector<size_t>& window, int64_t* bytes) {
-    Capture reference = capture(m_reference, m_reference_graph, window);
+    std::set<Execution> wanted;
+    for (size_t r : window) {
+      wanted.insert(m_rows[r].run);
+    }
+    Capture reference = capture(m_reference, m_reference_graph, wanted);
     *bytes = bytes_of(reference);
-    std::vector<Difference> scales(window.size());
     if (m_oracle != nullptr) {
-      std::vector<size_t> wanted;
-      for (size_t p : window) {
-        if (m_oracle_alignment.target_of[p]) {
-          wanted.push_back(*m_oracle_alignment.target_of[p]);
+      std::set<Execution> oracle_wanted;
+      for (size_t r : window) {
+        if (m_rows[r].oracle) {
+          oracle_wanted.insert(m_oracle_trace.executions.at(*m_rows[r].oracle));
         }
       }
-      Capture oracle = capture(*m_oracle, *m_oracle_graph, wanted);
-      for (size_t p : window) {
-        if (m_oracle_alignment.target_of[p]) {
-          Difference noise =
-              normalized_difference(reference.values.at(p), oracle.values.at(*m_oracle_alignment.target_of[p]));
-          m_layers[p].noise_floor = noise.comparable ? noise.delta : 0.0;
+      Capture oracle = capture(*m_oracle, *m_oracle_graph, oracle_wanted);
+      for (size_t r : window) {
+        if (m_rows[r].oracle) {
+          Difference noise = normalized_difference(reference.values.at(m_rows[r].run),
+                                                   oracle.values.at(m_oracle_trace.executions[*m_rows[r].oracle]));
+          m_layers[r].noise_floor = noise.comparable ? noise.delta : 0.0;
         }
       }
     }
-    std::vector<size_t> wanted;
-    for (size_t p : window) {
-      if (m_observed[p]) {
-        wanted.push_back(*m_alignment.target_of[p]);
+    std::set<size_t> target_wanted;
+    for (size_t r : window) {
+      if (m_rows[r].target) {
+        target_wanted.insert(*m_rows[r].target);
       }
     }
-    const std::map<size_t, at::Tensor> target = capture_target(wanted);
-    for (size_t p : window) {
-      if (!m_observed[p]) {
+    const std::map<size_t, at::Tensor> target = capture_target(target_wanted);
+    for (size_t r : window) {
+      if (!m_rows[r].target) {
         continue;
       }
-      const at::Tensor& reference_value = reference.values.at(p);
-      Difference difference = normalized_difference(target.at(*m_alignment.target_of[p]), reference_value);
+      Difference difference = normalized_difference(target.at(*m_rows[r].target), reference.values.at(m_rows[r].run));
       if (!difference.comparable) {
-        m_observed[p] = false;  // a boundary matched a value of another shape: not the same value
+        m_rows[r].target.reset();  // a boundary matched a value of another shape: not the same value
+        m_layers[r].reason = k_reason_fused;
         continue;
       }
-      m_layers[p].delta = difference.delta;
-      m_layers[p].threshold =
-          threshold_for(m_layers[p].noise_floor, m_precision_ratio, difference, m_options.tolerance);
+      m_layers[r].delta = difference.delta;
+      m_layers[r].threshold =
+          threshold_for(m_layers[r].noise_floor, m_precision_ratio, difference, m_options.tolerance);
     }
   }
 
   void compare_in_windows() {
-    const size_t count = points().size();
+    const size_t count = m_rows.size();
     size_t begin = 0;
     size_t window = std::min<size_t>(16, count);
     while (begin < count) {
-      std::vector<size_t> points_in_window;
-      for (size_t p = begin; p < std::min(count, begin + window); ++p) {
-        points_in_window.push_back(p);
+      std::vector<size_t> rows_in_window;
+      for (size_t r = begin; r < std::min(count, begin + window); ++r) {
+        rows_in_window.push_back(r);
       }
       int64_t bytes = 0;
-      compare_window(points_in_window, &bytes);
-      begin += points_in_window.size();
-      const int64_t per_point = std::max<int64_t>(1, bytes / static_cast<int64_t>(points_in_window.size()));
-      window = static_cast<size_t>(std::max<int64_t>(1, m_options.budget_bytes / per_point));
+      compare_window(rows_in_window, &bytes);
+      begin += rows_in_window.size();
+      const int64_t per_row = std::max<int64_t>(1, bytes / static_cast<int64_t>(rows_in_window.size()));
+      window = static_cast<size_t>(std::max<int64_t>(1, m_options.budget_bytes / per_row));
     }
   }
 
-  // The largest delta of the observed layers feeding `point`; unobserved ones are
-  // looked through to their own inputs.
-  double predecessor_delta(size_t point, std::map<size_t, double>& memo) const {
-    if (auto it = memo.find(point); it != memo.end()) {
+  bool observed(size_t row) const { return m_rows[row].target.has_value(); }
+
+  // The largest delta of the observed rows feeding `row`; unobserved ones are looked
+  // through to their own inputs.
+  double predecessor_delta(size_t row, std::map<size_t, double>& memo) const {
+    if (auto it = memo.find(row); it != memo.end()) {
       return it->second;
     }
     double worst = 0.0;
-    for (size_t p : points()[point].predecessors) {
-      worst = std::max(worst, m_observed[p] ? m_layers[p].delta : predecessor_delta(p, memo));
+    for (size_t p : m_reference_runs[row].predecessors) {
+      worst = std::max(worst, observed(p) ? m_layers[p].delta : predecessor_delta(p, memo));
     }
-    return memo[point] = worst;
+    return memo[row] = worst;
   }
 
-  // The unobserved layers feeding `point`, back to observed ones, in graph order.
-  std::vector<std::string> unobserved_before(size_t point) const {
+  // The unobserved rows feeding `row`, back to observed ones, in order.
+  std::vector<std::string> unobserved_before(size_t row) const {
     std::set<size_t> found;
-    std::vector<size_t> stack(points()[point].predecessors);
+    std::vector<size_t> stack(m_reference_runs[row].predecessors);
     while (!stack.empty()) {
       const size_t p = stack.back();
       stack.pop_back();
-      if (m_observed[p] || !found.insert(p).second) {
+      if (observed(p) || !found.insert(p).second) {
         continue;
       }
-      stack.insert(stack.end(), points()[p].predecessors.begin(), points()[p].predecessors.end());
+      stack.insert(stack.end(), m_reference_runs[p].predecessors.begin(), m_reference_runs[p].predecessors.end());
     }
     std::vector<std::string> names;
     for (size_t p : found) {
@@ -314,17 +430,18 @@ class Localizer {
   void assign_statuses_and_ranks(Localization& result) {
     std::map<size_t, double> memo;
     double best_rank = -INFINITY;
-    for (size_t p = 0; p < m_layers.size(); ++p) {
-      Tier2Layer& layer = m_layers[p];
-      if (!m_observed[p]) {
+    for (size_t r = 0; r < m_layers.size(); ++r) {
+      Tier2Layer& layer = m_layers[r];
+      if (!observed(r)) {
         layer.status = LayerStatus::k_not_observable;
         layer.delta = 0.0;
         layer.threshold = 0.0;
         ++result.not_observable;
         continue;
       }
+      layer.reason.clear();
       ++result.observed;
-      const double before = predecessor_delta(p, memo);
+      const double before = predecessor_delta(r, memo);
       layer.rank = (layer.delta - before) / (before + k_rank_epsilon);
       if (!(layer.delta > layer.threshold)) {
         continue;
@@ -332,37 +449,141 @@ class Localizer {
       layer.status = LayerStatus::k_divergent;
       if (result.first_divergent.empty()) {
         result.first_divergent = layer.name;
-        m_first_divergent = p;
-        result.fused_before = unobserved_before(p);
+        m_first_divergent = r;
+        result.fused_before = unobserved_before(r);
       }
       if (layer.rank > best_rank) {
         best_rank = layer.rank;
         result.highest_rank = layer.name;
       }
     }
-    result.coverage =
-        m_layers.empty() ? 1.0 : static_cast<double>(result.observed) / static_cast<double>(m_layers.size());
     result.profile = m_layers;
   }
 
-  // Re-injection: the target's ops that compute the first divergent value from the
-  // nearest values the two graphs share (its group: one op on an unchanged graph, a
-  // fused conv + batch norm + activation on a rewritten one) run alone, fed the
-  // reference's values there (converted to the dtype, memory format and layout the
-  // target had). "confirmed" when that alone reproduces the divergence.
-  void reinject(size_t point, Localization& result) {
-    const CaptureGraph& target_graph = *m_target_graph;
-    const size_t target_point = *m_alignment.target_of[point];
-    const std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, target_graph.points().size());
-    const std::function<bool(size_t)> shared = [&](size_t p) { return p != target_point && reverse[p].has_value(); };
-    bool reads_input = false;
-    const std::vector<size_t> target_inputs = target_graph.group_inputs(target_point, shared, &reads_input);
-    std::set<size_t> reference_wanted{point};
-    for (size_t p : target_inputs) {
-      reference_wanted.insert(*reverse[p]);
+  void count_calls(Localization& result) const {
+    std::tie(result.calls, result.calls_compared) =
+        module_calls(points(), m_reference_trace, [&](size_t row) { return observed(row); });
+    result.coverage = result.calls > 0 ? static_cast<double>(result.calls_compared) / static_cast<double>(result.calls)
+                      : m_layers.empty() ? 1.0
+                                         : static_cast<double>(result.observed) / static_cast<double>(m_layers.size());
+  }
+
+  // A profile is partial when some layer was not compared for a reason other than a rewrite's
+  // fusion, or some code was not captured at all: then "no divergent layer" would be a claim
+  // about layers nobody looked at.
+  void describe_what_was_not_compared(Localization& result) const {
+    size_t count = 0;
+    std::optional<size_t> first;
+    for (size_t r = 0; r < m_layers.size(); ++r) {
+      if (!observed(r) && m_layers[r].reason != k_reason_fused) {
+        ++count;
+        first = first ? first : std::optional<size_t>(r);
+      }
     }
-    Capture reference = capture(m_reference, m_reference_graph, {reference_wanted.begin(), reference_wanted.end()});
-    Capture target = capture(m_target, target_graph, target_inputs);
+    std::string text;
+    if (first) {
+      text = std::to_string(count) + " of " + std::to_string(m_layers.size()) + " layers not compared, from " +
+             m_layers[*first].name + " on: " + m_layers[*first].reason;
+    }
+    for (const std::string& node : m_reference_graph.unsupported()) {
+      text += (text.empty() ? "" : "; ") + std::string("the code inside ") + node + " is not captured";
+    }
+    result.not_captured = text;
+    if (!result.first_divergent.empty()) {
+      result.status = LocalizationStatus::k_localized;
+    } else {
+      result.status = text.empty() ? LocalizationStatus::k_within_thresholds : LocalizationStatus::k_partial;
+    }
+  }
+
+  // The row to re-inject: the one named by LocalizeOptions::reinject_at, else the first
+  // divergent one.
+  std::optional<size_t> reinjected_row(const Localization& result) {
+    if (m_options.reinject_at.empty()) {
+      return result.first_divergent.empty() ? std::nullopt : std::optional<size_t>(m_first_divergent);
+    }
+    for (size_t r = 0; r < m_layers.size(); ++r) {
+      if (m_layers[r].name == m_options.reinject_at ||
+          m_layers[r].name.substr(0, m_layers[r].name.find(" (")) == m_options.reinject_at) {
+        if (!observed(r)) {
+          add_note("re-injection not run: '" + m_options.reinject_at + "' is not observable on this target");
+          return std::nullopt;
+        }
+        return r;
+      }
+    }
+    add_note("re-injection not run: no layer is named '" + m_options.reinject_at + "'");
+    return std::nullopt;
+  }
+
+  // Re-injection: the target's ops that compute the value of `row` from the nearest values
+  // the two graphs share (its group: one op on an unchanged graph, a fused conv + batch norm
+  // + activation on a rewritten one) run alone, fed the reference's values there (converted
+  // to the dtype, memory format and layout the target had). A group input that the target
+  // holds in a oneDNN layout its producing convolution chose (blocked, channels padded) is
+  // not fed as a plain to_mkldnn() of the reference's value, whose layout the ops after it
+  // would see differently: the convolution joins the group instead, fed in turn. "confirmed"
+  // when the group alone reproduces the divergence.
+  void reinject(size_t row, Localization& result) {
+    const CaptureGraph& target_graph = *m_target_graph;
+    const size_t target_position = *m_rows[row].target;
+    const size_t target_point = m_target_trace.executions[target_position].point;
+    const std::vector<std::optional<size_t>> reverse = reference_of(m_alignment, m_target_trace.executions.size());
+    // The target run of point `p` that the group reads: its latest before the re-run value.
+    auto input_run = [&](size_t p) -> std::optional<size_t> {
+      for (size_t i = target_position; i-- > 0;) {
+        if (m_target_trace.executions[i].point == p) {
+          return i;
+        }
+      }
+      return std::nullopt;
+    };
+    // Convolutions pulled into the group for their output layout: those whose oneDNN output
+    // the divergent op reads (one step: a convolution reorders its own input whatever its layout).
+    std::set<size_t> joined;
+    const std::function<bool(size_t)> shared = [&](size_t p) {
+      if (p == target_point || joined.count(p) != 0) {
+        return false;
+      }
+      const std::optional<size_t> run = input_run(p);
+      return run.has_value() && reverse[*run].has_value();
+    };
+    std::vector<size_t> target_inputs;
+    std::map<size_t, at::Tensor> target;  // per group input: the target's own value, as it had it
+    std::set<size_t> opaque;              // group inputs the target held in a oneDNN layout
+    const bool reorders_its_input = chooses_output_layout(target_graph.points()[target_point]);
+    for (int round = 0; round < 2; ++round) {
+      bool reads_input = false;
+      target_inputs = target_graph.group_inputs(target_point, shared, &reads_input);
+      std::set<Execution> wanted;
+      for (size_t p : target_inputs) {
+        wanted.insert(m_target_trace.executions[*input_run(p)]);
+      }
+      Capture captured = capture(m_target, target_graph, wanted);
+      target.clear();
+      opaque.clear();
+      bool grew = false;
+      for (size_t p : target_inputs) {
+        const Execution run = m_target_trace.executions[*input_run(p)];
+        target[p] = captured.values.at(run);
+        if (captured.opaque.count(run) != 0) {
+          opaque.insert(p);
+          if (round == 0 && !reorders_its_input && chooses_output_layout(target_graph.points()[p])) {
+            grew = joined.insert(p).second || grew;
+          }
+        }
+      }
+      if (!grew) {
+        break;
+      }
+    }
+    std::set<Execution> reference_wanted{m_rows[row].run};
+    std::map<size_t, Execution> reference_input;
+    for (size_t p : target_inputs) {
+      reference_input[p] = m_reference_trace.executions[*reverse[*input_run(p)]];
+      reference_wanted.insert(reference_input[p]);
+    }
+    Capture reference = capture(m_reference, m_reference_graph, reference_wanted);
     const at::Tensor prepared = m_target.prepare_input(m_input);
     at::Tensor output;
     m_target.with_settings([&]() {
@@ -370,19 +591,23 @@ class Localizer {
         if (!p) {
           return prepared.clone();
         }
-        const at::Tensor& like = target.values.at(*p);
-        at::Tensor value = reference.values.at(*reverse[*p]).to(like.scalar_type(), false, true);
+        const at::Tensor& like = target.at(*p);
+        at::Tensor value = reference.values.at(reference_input.at(*p)).to(like.scalar_type(), false, true);
         if (like.dim() == 4 && !like.is_contiguous() && like.is_contiguous(at::MemoryFormat::ChannelsLast)) {
           value = value.contiguous(at::MemoryFormat::ChannelsLast);
         }
-        return target.opaque.count(*p) != 0 ? value.to_mkldnn() : value;
+        return opaque.count(*p) != 0 ? value.to_mkldnn() : value;
       });
       return c10::IValue();
     });
-    Difference difference = normalized_difference(output, reference.values.at(point));
+    for (size_t p : joined) {
+      result.reinjection_group.push_back(target_graph.points()[p].name);
+    }
+    result.reinjection_group.push_back(target_graph.points()[target_point].name);
+    Difference difference = normalized_difference(output, reference.values.at(m_rows[row].run));
     result.reinjection_delta = difference.delta;
     result.reinjection =
-        difference.comparable && difference.delta > m_layers[point].threshold ? "confirmed" : "not_confirmed";
+        difference.comparable && difference.delta > m_layers[row].threshold ? "confirmed" : "not_confirmed";
   }
 
   BackendInstance& m_reference;
@@ -400,8 +625,12 @@ class Localizer {
   std::optional<CaptureGraph> m_oracle_graph;
   Alignment m_alignment;
   Alignment m_oracle_alignment;
-  std::vector<Tier2Layer> m_layers;
-  std::vector<bool> m_observed;
+  Trace m_reference_trace;
+  std::vector<CapturePoint> m_reference_runs;  // its runs as points: one per row
+  Trace m_oracle_trace;
+  Trace m_target_trace;  // a TorchScript target's
+  std::vector<Row> m_rows;
+  std::vector<Tier2Layer> m_layers;  // per row
   size_t m_first_divergent = 0;
   // How much coarser the target computes than the reference: its layers' noise floor is
   // the reference's (measured against float64) scaled by this.
@@ -435,30 +664,88 @@ int localize_child(int fd, const LocalizeRequest& request, const at::Tensor& inp
 // debug printer (AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER, set when compiling) saves the
 // arguments of each generated kernel, named by kernel, not the values of the model's modules,
 // so no layer of the TorchScript graph has a counterpart there: every one is not observable,
-// and the localization says so rather than guess.
-Localization package_outputs_only(const BackendInstance& module_side, GraphMode package_graph) {
+// the profile is partial, and it says what can localize instead.
+Localization package_outputs_only(BackendInstance& module_side, const BackendSpec& package_spec,
+                                  const at::Tensor& input) {
   Localization result;
   result.alignment = "package_outputs";
   const CaptureGraph graph(module_side.module());
-  for (const CapturePoint& point : graph.points()) {
+  Capture census;
+  const at::Tensor prepared = module_side.prepare_input(input);
+  module_side.with_settings([&]() {
+    census = graph.run(prepared, {});
+    return c10::IValue();
+  });
+  const bool onnx_reference = package_spec.graph == GraphMode::k_onnxruntime;
+  const std::string reason = onnx_reference ? "the reference runs in ONNX Runtime: no TorchScript graph to pair with"
+                                            : "inside an AOTInductor package";
+  for (const std::string& name : execution_names(graph.points(), census.trace)) {
     Tier2Layer layer;
-    layer.name = point.name;
+    layer.name = name;
     layer.status = LayerStatus::k_not_observable;
+    layer.reason = reason;
     result.profile.push_back(std::move(layer));
   }
   result.layers = static_cast<int64_t>(result.profile.size());
   result.not_observable = result.layers;
-  result.note =
-      package_graph == GraphMode::k_onnxruntime
-          ? "tier 2 pairs an ONNX Runtime target's values with a TorchScript reference's (onnx_scope); with ONNX "
-            "Runtime as the reference there is no TorchScript graph to pair them with, so no layer is observed"
-          : "an AOTInductor package exposes its outputs only (tier 1 compares them); its kernels fuse across "
-            "modules, so no layer of the TorchScript graph can be observed in it";
+  std::tie(result.calls, result.calls_compared) =
+      module_calls(graph.points(), census.trace, [](size_t) { return false; });
+  result.coverage = 0.0;
+  result.status = LocalizationStatus::k_partial;
+  result.not_captured = "no layer compared: every one is " + reason;
+  if (onnx_reference) {
+    result.note =
+        "tier 2 pairs an ONNX Runtime target's values with a TorchScript reference's (onnx_scope); with ONNX "
+        "Runtime as the reference there is no TorchScript graph to pair them with: make a TorchScript backend "
+        "the reference";
+  } else {
+    // AOTInductor on a CPU computes convolutions with oneDNN, in channels-last layout, on the
+    // package's threads: the TorchScript model on those settings is the nearest backend whose
+    // layers tier 2 can see, and the ONNX export on oneDNN the nearest other compiled path.
+    const std::string threads = package_spec.threads > 0 ? ", threads: " + std::to_string(package_spec.threads) : "";
+    result.note =
+        "an AOTInductor package exposes its outputs only (tier 1 compares them); its kernels fuse across modules, "
+        "so tier 2 cannot see inside it. To localize, run the same model's TorchScript on the settings closest to "
+        "the package, which tier 2 can see into: a backend {base: cpu_fp32, memory_format: channels_last" +
+        threads +
+        "} (AOTInductor runs convolutions with oneDNN in channels-last layout) as a target, then `driftgate "
+        "explain` its check; or the ONNX export (onnx_model:) under onnxruntime_dnnl, when it fails the same way";
+  }
   result.peak_rss_kib = peak_rss_kib();
   return result;
 }
 
 }  // namespace
+
+void add_package_leads(std::vector<std::vector<CheckRecord>>& per_target) {
+  auto same_way = [](const CheckRecord& a, const CheckRecord& b) {
+    return &a != &b && a.stats && b.stats && a.output == b.output && a.stats->max_abs > 0.0 && b.stats->max_abs > 0.0 &&
+           std::max(a.stats->max_abs, b.stats->max_abs) <= 1.25 * std::min(a.stats->max_abs, b.stats->max_abs);
+  };
+  for (auto& records : per_target) {
+    for (CheckRecord& record : records) {
+      if (!record.localization || record.localization->alignment != "package_outputs") {
+        continue;
+      }
+      const CheckRecord* lead = nullptr;
+      for (const auto& others : per_target) {
+        for (const CheckRecord& other : others) {
+          if (lead == nullptr && other.localization && !other.localization->first_divergent.empty() &&
+              same_way(record, other)) {
+            lead = &other;
+          }
+        }
+      }
+      if (lead != nullptr) {
+        record.localization->note +=
+            "; " + lead->target + " fails this input the same way (max |a-b| " + format_value(lead->stats->max_abs) +
+            " there, " + format_value(record.stats->max_abs) +
+            " here) and tier 2 names its first divergent layer: " + lead->localization->first_divergent +
+            " (driftgate explain '" + lead->id + "')";
+      }
+    }
+  }
+}
 
 int64_t peak_rss_kib() {
   rusage usage{};
@@ -473,7 +760,7 @@ Localization localize(BackendInstance& reference, BackendInstance* oracle, Backe
   }
   if (target.is_package() || reference.is_package()) {
     const BackendInstance& package_side = reference.is_package() ? reference : target;
-    return package_outputs_only(reference.is_package() ? target : reference, package_side.spec().graph);
+    return package_outputs_only(reference.is_package() ? target : reference, package_side.spec(), input);
   }
   return Localizer(reference, oracle, target, input, options).run();
 }

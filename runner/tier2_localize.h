@@ -28,6 +28,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/experiment.h"
 #include "core/record.h"
@@ -42,6 +43,10 @@ inline constexpr double k_rank_epsilon = 1e-7;
 struct LocalizeOptions {
   Tolerance tolerance;                        // the check's, atol/rtol resolved
   int64_t budget_bytes = int64_t{256} << 20;  // activations held per backend per window
+  // Re-inject this layer (a profile name, with or without its " (file:line)..." tail)
+  // instead of the first divergent one (`explain --reinject`): e.g. an upstream layer as a
+  // control, which must not reproduce a divergence that starts later.
+  std::string reinject_at;
 };
 
 // Localizes `target` against `reference` on `input` (the raw input; each backend
@@ -77,6 +82,13 @@ Localization localize_request(const LocalizeRequest& request, const at::Tensor& 
 // a crash or a run past `timeout_s` comes back as a driftgate::Error saying so.
 // Call only from a process that never entered a multi-threaded OpenMP region.
 Localization localize_isolated(const LocalizeRequest& request, const at::Tensor& input, double timeout_s);
+
+// Tier 2 cannot see inside an AOTInductor package. Where another target fails the same input's
+// same output the same way (max |a-b| within 25%) and tier 2 named a first divergent layer
+// there, a package's localization note says so: that layer is the run's best lead (resnet18's
+// aoti and channels_last targets under oneDNN 3.7 both miss by 0.357, from one 1x1 stride-2
+// convolution). `per_target` holds one input's check records, per target.
+void add_package_leads(std::vector<std::vector<CheckRecord>>& per_target);
 
 // Peak resident memory of this process in KiB (getrusage).
 int64_t peak_rss_kib();

@@ -145,5 +145,132 @@ TEST_F(Tier2LocalizeTest, MissingTargetModelIsAnError) {
   EXPECT_THROW(localize_isolated(bad, m_input, 120.0), Error);
 }
 
+// A scripted model's control flow (tests/runner/tier2_models.h): an `if` on an attribute, an
+// `if` on the input, a loop over a module call. Its values are compared like any others.
+class Tier2ControlFlowTest : public Tier2LocalizeTest {
+ protected:
+  void SetUp() override {
+    Tier2LocalizeTest::SetUp();
+    m_clean = testing::save_control_flow_model(m_dir.path(), "cf.pt");
+    // A positive input: the stem's relu keeps it positive, and the model takes `up`.
+    m_input = at::rand({1, 3, 12, 12}, at::TensorOptions().dtype(at::kFloat));
+  }
+
+  std::string model(const std::string& file, const testing::ControlFlowModel& options) {
+    return testing::save_control_flow_model(m_dir.path(), file, options);
+  }
+};
+
+size_t rows_named(const Localization& localization, const std::string& prefix) {
+  return static_cast<size_t>(std::count_if(localization.profile.begin(), localization.profile.end(),
+                                           [&](const Tier2Layer& layer) { return layer.name.rfind(prefix, 0) == 0; }));
+}
+
+TEST_F(Tier2ControlFlowTest, TheWholeForwardIsProfiledThroughIfsAndLoops) {
+  Localization result = localize_request(request("onednn_off", false), m_input);
+  EXPECT_EQ(result.status, LocalizationStatus::k_within_thresholds) << describe_localization(result);
+  EXPECT_EQ(result.not_captured, "");
+  // Every layer up to the head, one row per loop iteration, only the branch taken.
+  EXPECT_EQ(bare(result.profile.back().name), "head/aten::linear#1");
+  EXPECT_EQ(rows_named(result, "step.conv/aten::conv2d#"), 3U);
+  EXPECT_EQ(rows_named(result, "up/") + rows_named(result, "down/"), 1U);
+  EXPECT_EQ(result.observed, result.layers);
+  // Module calls: stem, stem.conv, stem.relu, block, its conv, bn, relu, the branch's conv,
+  // step and its conv and relu three times each, head.
+  EXPECT_EQ(result.calls, 18);
+  EXPECT_EQ(result.calls_compared, 18);
+  EXPECT_EQ(result.coverage, 1.0);
+}
+
+TEST_F(Tier2ControlFlowTest, APerturbedWeightInsideTheBranchOrTheLoopIsNamed) {
+  LocalizeRequest branch = request("onednn_off", false);
+  branch.target_model_path = model("up.pt", {"up.weight", 1.05});
+  Localization result = localize_request(branch, m_input);
+  EXPECT_EQ(bare(result.first_divergent), "up/aten::conv2d#1");
+  EXPECT_NE(result.first_divergent.find("[then@"), std::string::npos) << result.first_divergent;
+  EXPECT_EQ(result.reinjection, "confirmed");
+  // Inside the loop: the first iteration is where it starts.
+  for (const char* target : {"onednn_off", "frozen"}) {
+    LocalizeRequest loop = request(target, false);
+    loop.target_model_path = model(std::string(target) + "_step.pt", {"step.conv.weight", 1.05});
+    Localization looped = localize_request(loop, m_input);
+    EXPECT_EQ(bare(looped.first_divergent), "step.conv/aten::conv2d#1")
+        << target << ": " << describe_localization(looped);
+    EXPECT_NE(looped.first_divergent.find("[loop@"), std::string::npos) << looped.first_divergent;
+  }
+}
+
+// freeze folds `if self.residual` and unrolls the loop (a constant trip count): the reference's
+// runs still pair with the frozen graph's nodes, iteration by iteration.
+TEST_F(Tier2ControlFlowTest, AFrozenGraphPairsTheUnrolledLoopIterationByIteration) {
+  Localization result = localize_request(request("frozen", false), m_input);
+  EXPECT_EQ(result.alignment, "boundary");
+  EXPECT_EQ(result.status, LocalizationStatus::k_within_thresholds) << describe_localization(result);
+  for (const char* name : {"step.relu/aten::relu_#1", "step.relu/aten::relu_#2", "step.relu/aten::relu_#3",
+                           "aten::add_#1", "head/aten::linear#1"}) {
+    EXPECT_EQ(layer(result, name).status, LayerStatus::k_ok) << name;
+  }
+  for (const Tier2Layer& row : result.profile) {
+    if (row.status == LayerStatus::k_not_observable) {
+      EXPECT_EQ(row.reason, k_reason_fused) << row.name;
+    }
+  }
+}
+
+// The target takes the other branch (the same weights in both, so the output agrees): the
+// reference's branch did not run there. The profile is partial and says so, never "no
+// divergent layer" alone.
+TEST_F(Tier2ControlFlowTest, ABranchTheTargetDidNotTakeMakesThePartialProfile) {
+  testing::ControlFlowModel same;
+  same.same_branches = true;
+  LocalizeRequest other = request("onednn_off", false);
+  other.source.model_path = model("same.pt", same);
+  same.threshold = 1e9;
+  other.target_model_path = model("down.pt", same);
+  Localization result = localize_request(other, m_input);
+  EXPECT_EQ(result.first_divergent, "") << describe_localization(result);
+  EXPECT_EQ(result.status, LocalizationStatus::k_partial);
+  EXPECT_EQ(bare(result.not_captured.substr(result.not_captured.find("from ") + 5)), "up/aten::conv2d#1")
+      << result.not_captured;
+  EXPECT_NE(result.not_captured.find("not run on the target"), std::string::npos) << result.not_captured;
+  EXPECT_EQ(layer(result, "up/aten::conv2d#1").status, LayerStatus::k_not_observable);
+  EXPECT_LT(result.calls_compared, result.calls);
+  const std::string said = describe_localization(result);
+  EXPECT_EQ(said.rfind("no divergent layer among the compared ones, but the partial profile: ", 0), 0U) << said;
+}
+
+// An AOTInductor package's profile points to the target that fails the same input the same
+// way and whose tier 2 named a layer; a target that fails otherwise, or names none, is no lead.
+TEST(Tier2PackageLeads, APackagesNoteNamesTheTargetThatFailsTheSameWay) {
+  auto record = [](const std::string& target, double max_abs, const std::string& first, const std::string& alignment) {
+    CheckRecord check;
+    check.id = "e/x/cpu_fp32~" + target + "/out";
+    check.target = target;
+    check.output = "out";
+    check.stats = Tier1Stats{};
+    check.stats->max_abs = max_abs;
+    check.localization = Localization{};
+    check.localization->alignment = alignment;
+    check.localization->first_divergent = first;
+    check.localization->note = "an AOTInductor package exposes its outputs only";
+    return check;
+  };
+  std::vector<std::vector<CheckRecord>> grid{
+      {record("aoti", 0.357, "", "package_outputs")},
+      {record("threads_2", 0.357, "", "position")},                     // names no layer
+      {record("onednn_off", 0.9, "conv1/aten::conv2d#1", "position")},  // fails otherwise
+      {record("channels_last", 0.35, "layer4.0.downsample.0/aten::conv2d#1", "position")},
+      {record("aoti_2", 2.0, "", "package_outputs")}};
+  add_package_leads(grid);
+  const std::string& note = grid[0][0].localization->note;
+  EXPECT_NE(note.find("; channels_last fails this input the same way (max |a-b| 0.35 there, 0.357 here) and tier 2 "
+                      "names its first divergent layer: layer4.0.downsample.0/aten::conv2d#1 (driftgate explain "
+                      "'e/x/cpu_fp32~channels_last/out')"),
+            std::string::npos)
+      << note;
+  EXPECT_EQ(grid[4][0].localization->note, "an AOTInductor package exposes its outputs only");
+  EXPECT_EQ(grid[3][0].localization->note, "an AOTInductor package exposes its outputs only");
+}
+
 }  // namespace
 }  // namespace driftgate

@@ -48,7 +48,88 @@ def forward(self, x):
   return module;
 }
 
+void perturb(torch::jit::Module& model, const std::string& perturbed_parameter, double scale) {
+  if (perturbed_parameter.empty()) {
+    return;
+  }
+  for (const auto& parameter : model.named_parameters(/*recurse=*/true)) {
+    if (parameter.name == perturbed_parameter) {
+      at::NoGradGuard no_grad;
+      parameter.value.mul_(scale);
+      return;
+    }
+  }
+  throw std::runtime_error("tier2 test models: no parameter '" + perturbed_parameter + "'");
+}
+
+torch::jit::Module conv_relu(const std::string& type, int64_t channels, double phase) {
+  torch::jit::Module module("ConvRelu_" + type);
+  module.register_module("conv", conv(type, channels, channels, phase));
+  module.register_module("relu", relu(type));
+  module.define(R"(
+def forward(self, x):
+    return self.relu.forward(self.conv.forward(x))
+)");
+  return module;
+}
+
 }  // namespace
+
+std::string save_control_flow_model(const std::string& dir, const std::string& file, const ControlFlowModel& options) {
+  torch::jit::Module block("CfBlock");
+  block.register_module("conv", conv("cf_block", 8, 8, 0.5));
+  block.register_module("bn", batch_norm("cf_block", 8));
+  block.register_module("relu", relu("cf_block"));
+  block.define(R"(
+def forward(self, x):
+    return self.relu.forward(self.bn.forward(self.conv.forward(x)))
+)");
+  torch::jit::Module model("ControlFlowNet");
+  model.register_attribute("training", c10::BoolType::get(), false);
+  model.register_attribute("residual", c10::BoolType::get(), true);
+  model.register_attribute("repeats", c10::IntType::get(), 3);
+  model.register_attribute("threshold", c10::FloatType::get(), options.threshold);
+  model.register_module("block", block);
+  model.register_module("up", conv("cf_up", 8, 8, 1.1));
+  model.register_module("down", conv("cf_down", 8, 8, options.same_branches ? 1.1 : 2.1));
+  model.register_module("step", conv_relu("cf_step", 8, 1.7));
+  torch::jit::Module head("CfHead");
+  head.register_parameter("weight", ramp({4, 8}, 0.3, 0.0, 0.2), false);
+  head.register_parameter("bias", ramp({4}, 0.1, 0.0, 0.4), false);
+  head.define(R"(
+def forward(self, x):
+    return torch.linear(torch.mean(x, [2, 3]), self.weight, self.bias)
+)");
+  model.register_module("head", head);
+  torch::jit::Module stem("CfStem");
+  stem.register_module("conv", conv("cf_stem3", 3, 8, 0.0));
+  stem.register_module("relu", relu("cf_stem3"));
+  stem.define(R"(
+def forward(self, x):
+    return self.relu.forward(self.conv.forward(x))
+)");
+  model.register_module("stem", stem);
+  model.define(R"(
+def forward(self, x):
+    positive = float(torch.mean(x)) > self.threshold
+    x = self.stem.forward(x)
+    if self.residual:
+        y = self.block.forward(x)
+        y += x
+        x = y
+    if positive:
+        x = self.up.forward(x)
+    else:
+        x = self.down.forward(x)
+    for _ in range(self.repeats):
+        x = self.step.forward(x)
+    return self.head.forward(x)
+)");
+  perturb(model, options.perturbed_parameter, options.scale);
+  std::string path = dir + "/" + file;
+  model.save(path);
+  return path;
+}
 
 std::string save_tier2_model(const std::string& dir, const std::string& file, const std::string& perturbed_parameter,
                              double scale) {
@@ -95,19 +176,7 @@ def forward(self, x):
 def forward(self, x):
     return self.head.forward(self.block2.forward(self.block1.forward(self.stem.forward(x))))
 )");
-  if (!perturbed_parameter.empty()) {
-    bool found = false;
-    for (const auto& parameter : model.named_parameters(/*recurse=*/true)) {
-      if (parameter.name == perturbed_parameter) {
-        at::NoGradGuard no_grad;
-        parameter.value.mul_(scale);
-        found = true;
-      }
-    }
-    if (!found) {
-      throw std::runtime_error("save_tier2_model: no parameter '" + perturbed_parameter + "'");
-    }
-  }
+  perturb(model, perturbed_parameter, scale);
   std::string path = dir + "/" + file;
   model.save(path);
   return path;
