@@ -113,11 +113,43 @@ std::set<const Value*> input_dependent(const Graph& graph) {
   return dependent;
 }
 
-// The values `value` is computed from: its node's inputs; for an `if`'s output also what
-// each branch returns there; for a loop's output what its body returns there and the
-// initial value; for a value a loop carries into its body, the initial value and, with
-// `through_loops`, what the body returned at the end of the previous iteration (without it
-// every source is earlier in graph order).
+// The values defined outside `block` that its nodes (and the nodes of the blocks inside
+// them) read: what running the block needs from outside.
+void free_values(const Block* block, std::vector<const Value*>& values) {
+  auto defined_inside = [&](const Value* value) {
+    for (const Block* owner = value->node()->owningBlock(); owner != nullptr;
+         owner = owner->owningNode() != nullptr ? owner->owningNode()->owningBlock() : nullptr) {
+      if (owner == block) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<const Node*> nodes;
+  std::function<void(const Block*)> walk = [&](const Block* inner) {
+    for (const Node* node : inner->nodes()) {
+      nodes.push_back(node);
+      for (const Block* nested : node->blocks()) {
+        walk(nested);
+      }
+    }
+    nodes.push_back(inner->return_node());
+  };
+  walk(block);
+  for (const Node* node : nodes) {
+    for (const Value* input : node->inputs()) {
+      if (!defined_inside(input)) {
+        values.push_back(input);
+      }
+    }
+  }
+}
+
+// The values `value` is computed from: its node's inputs; for an `if`'s or a loop's output
+// also every value its blocks read from outside (run_group copies such a node whole, both
+// branches), among them what each branch returns there; for a value a loop carries into its
+// body, the initial value and, with `through_loops`, what the body returned at the end of
+// the previous iteration (without it every source is earlier in graph order).
 std::vector<const Value*> sources_of(const Value* value, bool through_loops) {
   const Node* node = value->node();
   std::vector<const Value*> sources(node->inputs().begin(), node->inputs().end());
@@ -134,9 +166,11 @@ std::vector<const Value*> sources_of(const Value* value, bool through_loops) {
   if (node->kind() == c10::prim::If) {
     for (const Block* inner : node->blocks()) {
       sources.push_back(inner->outputs()[value->offset()]);
+      free_values(inner, sources);
     }
   } else if (node->kind() == c10::prim::Loop) {
     sources.push_back(node->blocks()[0]->outputs()[value->offset() + 1]);
+    free_values(node->blocks()[0], sources);
   }
   return sources;
 }

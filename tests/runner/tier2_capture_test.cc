@@ -313,12 +313,14 @@ TEST(Tier2CaptureTest, RunGroupCopiesAnIfWhole) {
   const size_t step = find_point(graph, "step.conv/aten::conv2d#1");
   at::manual_seed(8);
   const at::Tensor input = input_tensor();
-  Capture capture = graph.run(input.clone(), {once(mean), once(add), once(stem), once(step)});
-  // The `if self.residual` returns the add's value or the stem's, and `if positive` decides by
-  // the input's mean: all three are what the branches read.
-  const std::function<bool(size_t)> cut = [&](size_t p) { return p == mean || p == add || p == stem; };
+  Capture capture =
+      graph.run(input.clone(), {once(mean), once(add), once(stem), once(find_point(graph, "block.relu/")), once(step)});
+  // The `if self.residual` returns the add's value or the block's, and reads the stem's; `if
+  // positive` decides by the input's mean: all of them are what the copied `if`s read.
+  const size_t block = find_point(graph, "block.relu/aten::relu_#1");
+  const std::function<bool(size_t)> cut = [&](size_t p) { return p == mean || p == add || p == stem || p == block; };
   bool reads_input = true;
-  EXPECT_EQ(graph.group_inputs(step, cut, &reads_input), (std::vector<size_t>{mean, stem, add}));
+  EXPECT_EQ(graph.group_inputs(step, cut, &reads_input), (std::vector<size_t>{mean, stem, block, add}));
   EXPECT_FALSE(reads_input);
   auto feed = [&](std::optional<size_t> p) {
     EXPECT_TRUE(p.has_value());

@@ -113,10 +113,10 @@ def forward(self, x):
 def forward(self, x):
     positive = float(torch.mean(x)) > self.threshold
     x = self.stem.forward(x)
+    y = self.block.forward(x)
     if self.residual:
-        y = self.block.forward(x)
         y += x
-        x = y
+    x = y
     if positive:
         x = self.up.forward(x)
     else:

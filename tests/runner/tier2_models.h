@@ -22,8 +22,9 @@ std::string save_tier2_model(const std::string& dir, const std::string& file,
 //
 //   positive = float(mean(x)) > self.threshold (0.0; a float, not a tensor: no layer)
 //   stem  = conv (3->8) -> relu_
-//   if self.residual (a bool attribute, True): y = block(x) (conv -> bn -> relu_); y += x
-//                                              (a constant `if`: freeze folds it)
+//   y = block(x) (conv -> bn -> relu_); if self.residual (a bool attribute, True): y += x
+//                                              (a constant `if`, torchvision's use_res_connect:
+//                                              freeze folds it; it reads x, returns y either way)
 //   if positive: x = up(x) else: x = down(x)   (convs: which one runs depends on the input)
 //   for _ in range(self.repeats) (3): x = step(x) (conv -> relu_: a prim::Loop, 3 runs;
 //                                              freeze unrolls it, a constant trip count)
