@@ -26,9 +26,11 @@ floor the same of the float32 reference against float64, threshold = max(10 * no
 Against driftgate's `localization` in each check record of `run` (activations: always,
 oracle: true): alignment "onnx_scope", as many observed layers as compared values here, made
 by the same modules in the same order, the same deltas (both sides run the same float32
-kernels on one thread: relative 1e-9), no divergent layer on the clean files and, on the
-perturbed ones, the first divergent layer in the perturbed block, the one found here, with
-every layer before it ok.
+kernels on one thread: relative 1e-9), on the clean files the first divergent layer found here
+(none, except where the provider itself miscomputes on this CPU: oneDNN 3.7's 1x1 stride-2
+convolution on an AVX-512 CPU makes resnet18's layer4.0.downsample diverge), and, on the
+perturbed ones, the first divergent layer in the perturbed block (or the clean file's, where
+that comes first), the one found here, with every layer before it ok.
 
 Where this interpreter has no onnx/onnxruntime (Debian 12: driftgate is then built without
 ONNX Runtime; tests/e2e/onnxruntime_test.py checks that those targets are skipped), it prints
@@ -316,7 +318,7 @@ def module_of(layer_name):
     return layer_name.split("/")[0] if "/" in layer_name else ""
 
 
-def compare(check_id, record, everything, layers, rows, block):
+def compare(check_id, record, everything, layers, rows, block, clean_rows):
     """driftgate's localization of one check against the Python one: `everything` is the module
     of every eager value (graph order), `layers` the compared ones, `rows` their figures."""
     localization = (record or {}).get("localization")
@@ -369,18 +371,29 @@ def compare(check_id, record, everything, layers, rows, block):
     mine_first = next((i for i, row in enumerate(rows) if row[3]), None)
     if mismatches or floors or os.environ.get("VERBOSE"):
         print("\n".join(table))
+    index = next((i for i, p in enumerate(observed) if profile[p][0] == first), None)
     if block is None:
-        check(mine_first is None, f"{check_id}: Python finds no divergent layer on the clean file")
-        check(first == "" and "divergent" not in statuses, f"{check_id}: no divergent layer on the clean file "
-              f"(first_divergent {first!r}, {statuses.count('divergent')} divergent)")
+        # The clean file diverges only where the provider itself miscomputes on this CPU (oneDNN 3.7's
+        # 1x1 stride-2 convolution on AVX-512: resnet18's layer4.0.downsample); driftgate must say
+        # what Python says, a layer or none.
+        if mine_first is not None:
+            print(f"     Python: {check_id}: the clean file already diverges at "
+                  f"{everything[layers[mine_first][0]]} (the provider's own error on this CPU)")
+        check(index == mine_first and (first == "") == (mine_first is None),
+              f"{check_id}: on the clean file driftgate's first divergent {first!r} (observed #{index}) is "
+              f"Python's (observed #{mine_first})")
         worst = max(range(len(rows)), key=lambda i: rows[i][0] / rows[i][2])
         print(f"     {check_id}: largest delta / threshold {rows[worst][0] / rows[worst][2]:.3g} at "
               f"{profile[observed[worst]][0]}")
         return
+    clean_first = next((i for i, row in enumerate(clean_rows) if row[3]), None)
+    if clean_first is not None and mine_first == clean_first:
+        # The provider's own divergence comes before the perturbed block: that is the answer.
+        block = everything[layers[clean_first][0]]
+        print(f"     {check_id}: the clean file's divergence at {block} comes before the perturbed one")
     check(mine_first is not None and everything[layers[mine_first][0]].startswith(block),
           f"{check_id}: Python's first divergent layer is in {block} "
           f"({everything[layers[mine_first][0]] if mine_first is not None else None})")
-    index = next((i for i, p in enumerate(observed) if profile[p][0] == first), None)
     check(module_of(first).startswith(block) and index is not None and index == mine_first,
           f"{check_id}: driftgate's first divergent {first!r} (observed #{index}) is Python's "
           f"(observed #{mine_first}: {everything[layers[mine_first][0]] if mine_first is not None else None}), "
@@ -431,7 +444,9 @@ def main():
                 names = [o.name for o in ort.get_outputs()]
                 values = {n: torch.from_numpy(v) for n, v in zip(names, ort.run(None, {"input": x.numpy()}))}
                 rows = localize(layers, reference, oracle, values)
-                expected[f"{variant}/x/cpu_fp32~{target}/out"] = (tracer.producer, layers, rows, variant_block)
+                clean_rows = expected[f"{name}/x/cpu_fp32~{target}/out"][2] if variant_block else rows
+                expected[f"{variant}/x/cpu_fp32~{target}/out"] = (tracer.producer, layers, rows, variant_block,
+                                                                   clean_rows)
             configs.append(write_config(work, variant, name, os.path.basename(onnx_path), size, list(TARGETS)))
 
     run_file = os.path.join(work, "run.jsonl")
@@ -440,8 +455,8 @@ def main():
           f"driftgate run exits 0 or 1 and writes the run file, got {result.returncode}: "
           f"{result.stderr.strip()[-2000:]}")
     checks = read_checks(run_file) if os.path.exists(run_file) else {}
-    for check_id, (everything, layers, rows, block) in expected.items():
-        compare(check_id, checks.get(check_id), everything, layers, rows, block)
+    for check_id, (everything, layers, rows, block, clean_rows) in expected.items():
+        compare(check_id, checks.get(check_id), everything, layers, rows, block, clean_rows)
     # explain --target-model with an ONNX file: the clean config's check, the perturbed file as
     # the target, must give the perturbed run's localization.
     for name, _size, _node, _block in CASES:
