@@ -140,7 +140,21 @@ TEST_F(BackendTest, AutocastKeepsFloat32ParametersAndDiffersFromFullCast) {
   at::Tensor full_cast = first_output(load(backend_with_dtype("cpu_bf16", DType::k_bfloat16)).forward(m_input));
   EXPECT_EQ(observe_tensor(output).dtype, "bfloat16");  // conv2d runs in bfloat16 under autocast
   EXPECT_FALSE(at::equal(output.to(at::kFloat), reference));
-  EXPECT_TRUE(at::allclose(output.to(at::kFloat), reference, 5e-2, 5e-2));
+  // What LibTorch's own CPU autocast gives for the float32 module, set by hand around its forward:
+  // the backend must add nothing else (no cast of the input, no other dtype). Not compared with
+  // float32 by a tolerance: LibTorch 2.6 with oneDNN 3.7.2 on an AVX512-BF16 CPU misses float32
+  // by 0.41 on this convolution (1.13: 0.005), a property of the library, not of the backend.
+  BackendInstance plain = load(backend("cpu_fp32_for_autocast"));
+  torch_compat::set_cpu_autocast_dtype(at::kBFloat16);
+  torch_compat::set_cpu_autocast_enabled(true);
+  at::Tensor by_hand;
+  {
+    at::NoGradGuard no_grad;
+    torch::jit::Module module = plain.module();
+    by_hand = first_output(module.forward({m_input}));
+  }
+  torch_compat::set_cpu_autocast_enabled(false);
+  EXPECT_TRUE(at::equal(output, by_hand));
   EXPECT_FALSE(at::equal(output, full_cast));
 }
 
