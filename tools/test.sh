@@ -21,8 +21,8 @@ cd "$(dirname "$0")/.."
 # test builds anything) once the tree is built. A developer's run keeps them for incremental
 # builds. Each phase prints the free space, so a full disk is seen, not guessed.
 prune=${DRIFTGATE_TEST_PRUNE:-0}
-phase() {
-  echo "test.sh: $1 ($(df -BM --output=avail . | tail -1 | tr -d ' M') MiB free here)"
+phase() {  # and the minutes so far, so that a CI log shows where the time went
+  echo "test.sh: $1 ($(df -BM --output=avail . | tail -1 | tr -d ' M') MiB free here, $((SECONDS / 60)) min $((SECONDS % 60)) s in)"
 }
 prune_tree() {  # prune_tree DIR: a finished phase's build tree
   if [[ $prune == 1 ]]; then rm -rf "$1"; fi
