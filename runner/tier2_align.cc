@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 
@@ -283,7 +284,10 @@ class SameFunction {
   // (a convolution lives where its weights went), else the one holding the point's
   // input (a batch norm continues the region of the conv before it: folding), else the
   // only one whose inputs bring all of the point's inputs (an add of two values lives
-  // where both arrive). Otherwise all of them stay possible.
+  // where both arrive). Otherwise all of them stay possible. A point with weights (a
+  // convolution, a linear) never lives where another one with weights already does: a
+  // fused node runs one of them, and the node before holds the previous block's
+  // convolution, not this one (XNNPACK's conv + bn + relu blocks in a row, issue #33).
   void find_absorbers() {
     std::vector<std::vector<size_t>> successors(m_reference.size());
     for (size_t r = 0; r < m_reference.size(); ++r) {
@@ -293,9 +297,16 @@ class SameFunction {
     }
     m_direct_inputs = direct_inputs(m_target);
     std::vector<std::optional<size_t>> holder(m_reference.size());  // where a reference point lives, when known
+    std::vector<bool> holds_weights(m_target.size(), false);        // a point with weights lives there
+    auto note_weights = [&](size_t u) {
+      if (holder[u] && !m_reference[u].weight_shapes.empty()) {
+        holds_weights[*holder[u]] = true;
+      }
+    };
     for (size_t u = 0; u < m_reference.size(); ++u) {
       if (m_match.counterpart[u]) {
         holder[u] = m_match.counterpart[u];
+        note_weights(u);
         continue;
       }
       if (not_run_there(u)) {
@@ -318,7 +329,16 @@ class SameFunction {
       if (candidates.empty()) {
         continue;
       }
+      if (!m_reference[u].weight_shapes.empty()) {
+        std::vector<size_t> free;
+        std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(free),
+                     [&](size_t c) { return !holds_weights[c]; });
+        if (!free.empty()) {
+          candidates = std::move(free);
+        }
+      }
       holder[u] = choose_holder(u, candidates, holder);
+      note_weights(u);
       Bits holders(m_target.size());
       if (holder[u]) {
         holders.set(*holder[u]);

@@ -142,6 +142,35 @@ TEST(Tier2AlignTest, FusedConvBatchNormReluPairsOnlyItsLastValue) {
   EXPECT_EQ(a.observed, 5u);
 }
 
+TEST(Tier2AlignTest, BlocksFusedInARowEachHoldTheirOwnConvolution) {
+  // optimizeForMobile on a traced conv -> bn -> relu, twice in a row (the differential
+  // test's branchy, issue #33): each block is one prepacked conv with its relu's callstack,
+  // whose packed weights cannot be read (no weight shapes). The second block's conv and
+  // batch norm live in the second node, not in the first (which holds the first block's
+  // conv already): pairing the first node's output with the second batch norm named a
+  // divergence that was the first block's relu.
+  Graph reference;
+  const size_t conv_a = reference.add("a.conv", "a.conv", 1, {}, {k_block});
+  const size_t bn_a = reference.add("a.bn", "a.bn", 2, {conv_a});
+  const size_t relu_a = reference.add("a.relu", "a.relu", 3, {bn_a});
+  const size_t conv_b = reference.add("b.conv", "b.conv", 4, {relu_a}, {k_block});
+  const size_t bn_b = reference.add("b.bn", "b.bn", 5, {conv_b});
+  const size_t relu_b = reference.add("b.relu", "b.relu", 3, {bn_b});
+  const size_t head = reference.add("head", "head", 9, {relu_b}, {k_head});
+  Graph target;
+  const size_t block_a = target.add("conv2d_clamp_run", "a.relu", 301, {}, {});
+  const size_t block_b = target.add("conv2d_clamp_run", "b.relu", 302, {block_a}, {});
+  const size_t head_t = target.add("linear_clamp_run", "head", 303, {block_b}, {});
+  Alignment a = align_points(reference.points(), target.points(), false);
+  EXPECT_EQ(a.target_of[relu_a], block_a);
+  EXPECT_EQ(a.target_of[relu_b], block_b);
+  EXPECT_EQ(a.target_of[head], head_t);
+  for (size_t fused : {conv_a, bn_a, conv_b, bn_b}) {
+    EXPECT_EQ(a.target_of[fused], none()) << reference.points()[fused].name;
+  }
+  EXPECT_EQ(a.observed, 3u);
+}
+
 TEST(Tier2AlignTest, LayoutConversionsAreTransparentAndOneDnnVariantsAreTheSameOp) {
   // optimize_for_inference: to_mkldnn at the input, oneDNN convs without a callstack
   // (folded weights), the activations kept as their oneDNN variants (same signature),
