@@ -26,6 +26,7 @@
 #include "core/environment.h"
 #include "core/input_file.h"
 #include "core/tier2_profile.h"
+#include "core/tolerance.h"
 
 namespace driftgate {
 
@@ -59,49 +60,6 @@ bool is_failure(CheckStatus status);
 bool is_crash(CheckStatus status);
 // Every status, in taxonomy order.
 const std::vector<CheckStatus>& all_check_statuses();
-
-// How a target's output is judged against the reference's (YAML `tolerance: {rule: ...}`).
-enum class ToleranceRule {
-  k_assert_close,  // PyTorch's torch.testing.assert_close: every element |a-b| <= atol + rtol*|b|
-  k_polygraphy,    // Polygraphy's elementwise rule: an element fails when |a-b| > atol AND |a-b|/|b| > rtol
-  k_normwise,      // the paper's Eq. 1: max|a-b| <= atol + rtol * max|b| over the whole tensor
-  k_oracle,        // PyTorch same(): target RMSE vs float64 <= k * reference RMSE vs float64 + atol/10
-};
-
-const char* to_string(ToleranceRule rule);
-// Throws driftgate::Error on an unknown name.
-ToleranceRule parse_tolerance_rule(const std::string& name);
-// Every rule, in declaration order (for messages and did-you-mean).
-const std::vector<std::string>& tolerance_rule_names();
-
-// The tolerance a check was judged with: the values actually applied, never a placeholder.
-struct Tolerance {
-  double atol = 1e-5;
-  double rtol = 1e-5;
-  ToleranceRule rule = ToleranceRule::k_assert_close;
-  // The oracle rule's k (its multiplier of the reference's error); 0 for the other rules
-  // (and in records written before k was recorded).
-  double k = 0.0;
-  // Where the values came from: one place ("configs/x.yaml:9:12", "default",
-  // "assert_close defaults for float32/bfloat16"), or per value when they differ
-  // ("rule configs/x.yaml:9:12; atol/rtol configs/x.yaml:14:7; k default"). Empty in an
-  // experiment's own tolerance (its origin is Experiment::tolerance_origin) and in older records.
-  std::string origin{};
-};
-
-// One entry of `tolerances:`, which sets the tolerance of some checks apart from the
-// experiment's `tolerance:`. It selects by target, output and the target's dtype (any
-// of them; at least one), and sets any of rule, atol/rtol (together) and k.
-struct ToleranceOverride {
-  std::string target;  // a target's name; empty: every target
-  std::string output;  // an fnmatch glob over output paths ("out", "out['boxes']"); empty: every output
-  std::string dtype;   // the target backend's dtype ("bfloat16"); empty: every dtype
-  std::optional<ToleranceRule> rule;
-  std::optional<double> atol;  // atol and rtol come together
-  std::optional<double> rtol;
-  std::optional<double> k;  // the oracle rule's k
-  std::string origin;       // "configs/x.yaml:14:7"
-};
 
 // One distinct line a backend printed on stderr, and how often (runner/backend_messages.h).
 struct BackendMessage {
