@@ -1,5 +1,5 @@
 // read_canonical_check (differ/run_digest.h): one pass over a check line that mirrors
-// append_check_json_begin/_end (core/check_json.cc) member by member.
+// check_to_json_line (core/check_line.cc) member by member.
 //
 // It accepts a line only where read_run_file's reader certainly accepts it with the
 // same values, and says "not mine" for everything else:

@@ -20,7 +20,6 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/record_json.h"
-#include "core/record_task.h"
 #include "core/safe_text.h"
 #include "core/strict_json.h"
 #include "core/text_compare.h"
@@ -32,54 +31,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-struct StatusName {
-  CheckStatus status;
-  const char* name;
-};
-
-constexpr StatusName k_status_names[] = {
-    {CheckStatus::k_pass, "pass"},
-    {CheckStatus::k_fail_numeric, "fail_numeric"},
-    {CheckStatus::k_fail_shape, "fail_shape"},
-    {CheckStatus::k_fail_dtype, "fail_dtype"},
-    {CheckStatus::k_fail_nonfinite, "fail_nonfinite"},
-    {CheckStatus::k_fail_structure, "fail_structure"},
-    {CheckStatus::k_fail_device, "fail_device"},
-    {CheckStatus::k_unsupported, "unsupported"},
-    {CheckStatus::k_crash_ref, "crash_ref"},
-    {CheckStatus::k_crash_target, "crash_target"},
-    {CheckStatus::k_timeout, "timeout"},
-    {CheckStatus::k_ref_nondeterministic, "ref_nondeterministic"},
-    {CheckStatus::k_skipped, "skipped"},
-    {CheckStatus::k_fail_task, "fail_task"},
-    {CheckStatus::k_nonfinite_output, "nonfinite_output"},
-};
-
+// The header's tolerance object: the bytes of the check lines' one writer
+// (core/check_line.h), as a member of the header's DOM.
 Json tolerance_json(const Tolerance& tolerance) {
-  Json json{{"rule", to_string(tolerance.rule)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
-  if (tolerance.k > 0.0) {
-    json["k"] = tolerance.k;
-  }
-  if (!tolerance.origin.empty()) {
-    json["origin"] = tolerance.origin;
-  }
-  return json;
-}
-
-// k and origin are optional: records written before them have neither.
-Tolerance parse_tolerance(const Json& json) {
-  const JsonFields fields(json);
-  Tolerance tolerance;
-  tolerance.atol = fields.number("atol");
-  tolerance.rtol = fields.number("rtol");
-  tolerance.rule = parse_tolerance_rule(fields.text("rule"));
-  if (fields.has("k")) {
-    tolerance.k = fields.number("k");
-  }
-  if (fields.has("origin")) {
-    tolerance.origin = fields.text("origin");
-  }
-  return tolerance;
+  std::string text;
+  append_tolerance_json(text, tolerance);
+  return Json::parse(text);
 }
 
 Json tolerance_override_json(const ToleranceOverride& entry) {
@@ -124,55 +81,6 @@ ToleranceOverride parse_tolerance_override(const Json& json) {
   }
   entry.origin = fields.text("origin");
   return entry;
-}
-
-OracleErrors parse_oracle(const Json& json) {
-  const JsonFields fields(json);
-  return OracleErrors{fields.number("reference_max_abs"), fields.number("target_max_abs"),
-                      fields.number("reference_rmse"), fields.number("target_rmse")};
-}
-
-ObservedTensor parse_observed(const Json& json) {
-  const JsonFields fields(json);
-  return ObservedTensor{fields.text("device"), fields.text("dtype"), fields.text("memory_format"),
-                        fields.integers("shape")};
-}
-
-Tier1Stats parse_stats(const Json& json) {
-  const JsonFields fields(json);
-  Tier1Stats stats;
-  stats.numel = fields.integer("numel");
-  stats.mismatches = fields.integer("mismatches");
-  stats.mismatch_fraction = fields.number("mismatch_fraction");
-  stats.max_abs = fields.number("max_abs");
-  stats.max_abs_index = fields.integers("max_abs_index");
-  stats.max_abs_reference = fields.number("max_abs_reference");
-  stats.max_abs_target = fields.number("max_abs_target");
-  stats.max_rel = fields.number("max_rel");
-  stats.max_rel_index = fields.integers("max_rel_index");
-  stats.rel_floor = fields.number("rel_floor");
-  stats.max_abs_reference_value = fields.number("max_abs_reference_value");
-  stats.nan_reference = fields.integer("nan_reference");
-  stats.nan_target = fields.integer("nan_target");
-  stats.inf_reference = fields.integer("inf_reference");
-  stats.inf_target = fields.integer("inf_target");
-  stats.min_atol = fields.number("min_atol");
-  stats.min_rtol = fields.number("min_rtol");
-  stats.mean_abs = fields.number("mean_abs");
-  stats.p99_abs = fields.number("p99_abs");
-  stats.rmse = fields.number("rmse");
-  stats.cosine_similarity = fields.number("cosine_similarity");
-  stats.max_ulp = fields.number("max_ulp");
-  if (fields.has("oracle")) {
-    stats.oracle = parse_oracle(json["oracle"]);
-  }
-  if (fields.has("reference_repeat_max_abs")) {
-    stats.reference_repeat_max_abs = fields.number("reference_repeat_max_abs");
-  }
-  if (fields.has("target_repeat_max_abs")) {
-    stats.target_repeat_max_abs = fields.number("target_repeat_max_abs");
-  }
-  return stats;
 }
 
 Json environment_json(const Environment& environment) {
@@ -237,7 +145,7 @@ RunHeader parse_header(const Json& json) {
     experiment.inputs = JsonFields(item).strings("inputs");
     experiment.reference = JsonFields(item).text("reference");
     experiment.targets = JsonFields(item).strings("targets");
-    experiment.tolerance = parse_tolerance(JsonFields(item).get("tolerance"));
+    experiment.tolerance = tolerance_from_json(JsonFields(item).get("tolerance"));
     experiment.tolerance_origin = JsonFields(item).text("tolerance_origin");
     if (item.contains("tolerances")) {
       for (const auto& entry : JsonFields(item).get("tolerances")) {
@@ -255,76 +163,6 @@ RunHeader parse_header(const Json& json) {
     header.experiments.push_back(std::move(experiment));
   }
   return header;
-}
-
-CheckRecord parse_check(const Json& json) {
-  const JsonFields fields(json);
-  CheckRecord check;
-  check.id = fields.text("id");
-  check.experiment = fields.text("experiment");
-  check.input = fields.text("input");
-  check.reference = fields.text("reference");
-  check.target = fields.text("target");
-  check.output = fields.text("output");
-  check.status = parse_check_status(fields.text("status"));
-  check.message = fields.text("message");
-  check.tolerance = parse_tolerance(fields.get("tolerance"));
-  if (fields.has("observed_reference")) {
-    check.observed_reference = parse_observed(json["observed_reference"]);
-  }
-  if (fields.has("observed_target")) {
-    check.observed_target = parse_observed(json["observed_target"]);
-  }
-  if (fields.has("stats")) {
-    check.stats = parse_stats(json["stats"]);
-  }
-  if (fields.has("localization")) {
-    check.localization = localization_from_json(json["localization"]);
-  }
-  if (fields.has("task")) {
-    check.task = task_result_from_json(json["task"]);
-  }
-  if (fields.has("mitigation")) {
-    check.mitigation = mitigation_from_json(json["mitigation"]);
-  }
-  if (fields.has("messages")) {
-    const Json& messages = json["messages"];
-    if (!messages.is_array()) {
-      throw Error("field 'messages' must be an array");
-    }
-    for (const Json& item : messages) {
-      if (!item.is_object()) {
-        throw Error("field 'messages' must hold objects");
-      }
-      BackendMessage message{JsonFields(item).text("backend"), JsonFields(item).text("text"),
-                             JsonFields(item).integer("count")};
-      if (message.count < 1) {
-        throw Error("a message's count must be at least 1, got " + std::to_string(message.count));
-      }
-      require_printable(message.backend, "message backend");
-      require_printable(message.text, "backend message");
-      check.messages.push_back(std::move(message));
-    }
-  }
-  const Json& timings = fields.get("timings_ms");
-  check.reference_ms = JsonFields(timings).number("reference");
-  check.target_ms = JsonFields(timings).number("target");
-  // The interquartile ranges: both or neither (records written before they were measured).
-  if (timings.contains("reference_iqr") || timings.contains("target_iqr")) {
-    check.reference_iqr_ms = JsonFields(timings).number("reference_iqr");
-    check.target_iqr_ms = JsonFields(timings).number("target_iqr");
-  }
-  // Each part in turn, so that the message names the one that holds the character.
-  require_printable(check.experiment, "experiment name");
-  require_printable(check.input, "input name");
-  require_printable(check.reference, "reference backend name");
-  require_printable(check.target, "target backend name");
-  require_printable(check.output, "output name");
-  require_printable(check.id, "check id");
-  if (check.id != make_check_id(check.experiment, check.input, check.reference, check.target, check.output)) {
-    throw Error("check id '" + check.id + "' does not match its parts");
-  }
-  return check;
 }
 
 RunSummary parse_summary(const Json& json) {
@@ -395,47 +233,6 @@ bool same_summary(const RunSummary& a, const RunSummary& b) {
   return true;
 }
 
-const char* to_string(CheckStatus status) {
-  for (const auto& entry : k_status_names) {
-    if (entry.status == status) {
-      return entry.name;
-    }
-  }
-  return "unknown";
-}
-
-CheckStatus parse_check_status(const std::string& name) {
-  for (const auto& entry : k_status_names) {
-    if (name == entry.name) {
-      return entry.status;
-    }
-  }
-  throw Error("unknown check status '" + name + "'");
-}
-
-bool is_failure(CheckStatus status) { return status != CheckStatus::k_pass && status != CheckStatus::k_skipped; }
-
-bool is_crash(CheckStatus status) {
-  return status == CheckStatus::k_crash_ref || status == CheckStatus::k_crash_target ||
-         status == CheckStatus::k_timeout;
-}
-
-const std::vector<CheckStatus>& all_check_statuses() {
-  static const std::vector<CheckStatus> statuses = [] {
-    std::vector<CheckStatus> all;
-    for (const auto& entry : k_status_names) {
-      all.push_back(entry.status);
-    }
-    return all;
-  }();
-  return statuses;
-}
-
-std::string make_check_id(const std::string& experiment, const std::string& input, const std::string& reference,
-                          const std::string& target, const std::string& output) {
-  return experiment + "/" + input + "/" + reference + "~" + target + "/" + output;
-}
-
 RunSummary summarize_keys(const RunHeader& header, size_t count, const std::function<CheckKey(size_t)>& key_of) {
   RunSummary summary;
   // One pass over the checks (a run may hold millions): experiments by name, the
@@ -446,7 +243,8 @@ RunSummary summarize_keys(const RunHeader& header, size_t count, const std::func
   }
   std::vector<std::set<std::string_view>> outputs(header.experiments.size());
   std::vector<int64_t> counts(header.experiments.size(), 0);
-  std::vector<int64_t> by_status(std::size(k_status_names), 0);
+  const std::vector<CheckStatus>& statuses = all_check_statuses();
+  std::vector<int64_t> by_status(statuses.size(), 0);
   // Neighbouring checks mostly share their experiment and output: look them up only when they change.
   const std::vector<size_t>* last_named = nullptr;
   std::string_view last_experiment;
@@ -471,15 +269,15 @@ RunSummary summarize_keys(const RunHeader& header, size_t count, const std::func
       }
       last_output = check.output;
     }
-    for (size_t s = 0; s < std::size(k_status_names); ++s) {
-      if (k_status_names[s].status == check.status) {
+    for (size_t s = 0; s < statuses.size(); ++s) {
+      if (statuses[s] == check.status) {
         ++by_status[s];
         break;
       }
     }
   }
-  for (size_t s = 0; s < std::size(k_status_names); ++s) {
-    summary.by_status[k_status_names[s].name] = by_status[s];
+  for (size_t s = 0; s < statuses.size(); ++s) {
+    summary.by_status[to_string(statuses[s])] = by_status[s];
   }
   for (size_t i = 0; i < header.experiments.size(); ++i) {
     const ExperimentHeader& experiment = header.experiments[i];
@@ -541,30 +339,6 @@ std::string header_to_json_line(const RunHeader& header) {
     json["shard"] = Json{{"index", header.shard.index}, {"count", header.shard.count}};
   }
   return json.dump();
-}
-
-std::string check_to_json_line(const CheckRecord& check) {
-  // Written member by member (core/check_json.h): a run may hold millions of checks.
-  std::string line;
-  append_check_json_begin(line, check);
-  if (check.localization) {
-    line += ",\"localization\":" + localization_to_json(*check.localization);
-  }
-  if (check.task) {
-    line += ",\"task\":" + task_result_to_json(*check.task).dump();
-  }
-  if (check.mitigation) {
-    line += ",\"mitigation\":" + mitigation_to_json(*check.mitigation).dump();
-  }
-  if (!check.messages.empty()) {
-    Json messages = Json::array();
-    for (const BackendMessage& message : check.messages) {
-      messages.push_back(Json{{"backend", message.backend}, {"text", message.text}, {"count", message.count}});
-    }
-    line += ",\"messages\":" + messages.dump();
-  }
-  append_check_json_end(line, check);
-  return line;
 }
 
 std::string summary_to_json_line(const RunSummary& summary) { return summary_json(summary).dump(); }
@@ -639,7 +413,7 @@ RunFile parse_run_lines(std::istream& in, const std::string& name_for_messages, 
       } else if (!have_header) {
         throw Error("the first line must be the run header (\"type\":\"header\"), got type '" + type + "'");
       } else if (type == "check") {
-        run.checks.push_back(parse_check(json));
+        run.checks.push_back(check_from_json(json));
         if (!ids.insert(run.checks.size() - 1, id_of)) {
           throw Error("duplicate check id '" + run.checks.back().id + "'");
         }
@@ -705,22 +479,6 @@ RunSummary parse_summary_line(std::string_view line) {
     throw Error("not a summary line");
   }
   return parse_summary(json);
-}
-
-CheckRecord parse_check_line(std::string_view line) {
-  CheckRecord check;
-  if (read_canonical_record(line, check)) {
-    return check;
-  }
-  return parse_check_line_strict(line);
-}
-
-CheckRecord parse_check_line_strict(std::string_view line) {
-  Json json = parse_object_line(line);
-  if (JsonFields(json).text("type") != "check") {
-    throw Error("not a check line");
-  }
-  return parse_check(json);
 }
 
 RunHeader read_run_header(const std::string& path) {

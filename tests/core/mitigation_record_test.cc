@@ -1,4 +1,4 @@
-// The record's `mitigation` object (core/record_task.cc): the bytes written, the round
+// The record's `mitigation` object (core/check_line.cc): the bytes written, the round
 // trip, the flat shape of records written before choices, and the reader's errors.
 #include <gtest/gtest.h>
 
