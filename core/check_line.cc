@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/error.h"
 #include "core/safe_text.h"
 #include "core/strict_json.h"

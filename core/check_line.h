@@ -7,10 +7,10 @@
 //     member without a DOM;
 //   - the strict reader (parse_check_line_strict, check_from_json: nlohmann over
 //     core/strict_json.h) reads any line and owns every error;
-//   - the fast reader (core/check_json.h) reads the writer's layout in one pass for
+//   - the fast reader (core/check_line_fast.h) reads the writer's layout in one pass for
 //     read_run_file and the diff, and hands every other line to the strict reader.
-// The members of "stats" are one table, k_stats_members, that the writer and the strict
-// reader walk. Where a new member goes:
+// The members of "stats" are one table, k_stats_members, that the writer, the strict
+// reader and the fast reader all walk. Where a new member goes:
 //   - a tier-1 statistic: a Tier1Stats field and one row of k_stats_members;
 //   - any other member: its field here, its lines in check_line.cc's writer and strict
 //     reader (check_to_json_line, check_from_json). The fast reader needs nothing: a line
@@ -286,7 +286,7 @@ std::string check_to_json_line(const CheckRecord& check);
 CheckRecord parse_check_line_strict(std::string_view line);
 // The same over a parsed line (an object whose "type" is "check").
 CheckRecord check_from_json(const OrderedJson& json);
-// The fast reader first (core/check_json.h), the strict reader for any line it
+// The fast reader first (core/check_line_fast.h), the strict reader for any line it
 // hands over: the values and errors of the strict reader.
 CheckRecord parse_check_line(std::string_view line);
 

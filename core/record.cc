@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/record_json.h"

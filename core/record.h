@@ -117,7 +117,7 @@ std::string summary_to_json_line(const RunSummary& summary);
 // Parses a run file. Throws driftgate::Error with "<name>:<line>: <what>" on a
 // malformed line, a wrong schema version, a missing header or summary, a
 // duplicated check id, or a summary that disagrees with the checks.
-// Check lines go through a fast reader (core/check_json.h) that hands every line it
+// Check lines go through a fast reader (core/check_line_fast.h) that hands every line it
 // cannot vouch for to the DOM reader, so results and errors are those of the DOM reader.
 RunFile parse_run(std::istream& in, const std::string& name_for_messages);
 // parse_run with every line through the DOM reader: the oracle that tests (and

@@ -19,7 +19,7 @@
 #include <thread>
 #include <utility>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/input_file.h"
@@ -300,12 +300,13 @@ void keep_names(CheckDigest& check, const CheckDigest* previous, NameArena& name
 // The id a check line starts with as the writer writes it, or "" (the line is then
 // read on its own). A wrong guess (an escaped quote) only costs the fast path.
 std::string_view leading_id(std::string_view line) {
-  constexpr std::string_view k_start = "{\"type\":\"check\",\"id\":\"";
-  if (line.size() <= k_start.size() || !same_bytes(line.data(), k_start.data(), k_start.size())) {
+  constexpr size_t k_start = k_check_line_prefix.size() + 1;  // and the id's opening quote
+  if (line.size() <= k_start || !same_bytes(line.data(), k_check_line_prefix.data(), k_check_line_prefix.size()) ||
+      line[k_check_line_prefix.size()] != '"') {
     return {};
   }
-  size_t end = line.find('"', k_start.size());
-  return end == std::string_view::npos ? std::string_view() : line.substr(k_start.size(), end - k_start.size());
+  size_t end = line.find('"', k_start);
+  return end == std::string_view::npos ? std::string_view() : line.substr(k_start, end - k_start);
 }
 
 const CheckDigest k_blank{};

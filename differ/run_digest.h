@@ -10,11 +10,11 @@
 //   - a line in the canonical layout check_to_json_line writes (printable ASCII, the
 //     writer's members in its order, no tier-2/3 or mitigation members: nearly every
 //     line of a real run) is read by one pass that mirrors the writer
-//     (canonical_check.cc) and validates every value's type and grammar as it goes.
+//     (core/check_line_fast.h) and validates every value's type and grammar as it goes.
 //     Numbers may be in any JSON form within its limits (1e-5 as well as the writer's
 //     1e-05): a hand-edited line reads to the same values, and is copied as it is;
-//   - any other line is read in full by the strict reader (record.cc; the same one pass
-//     in full mode first, core/check_json.h), and its digest points into that record.
+//   - any other line is read in full by the strict reader (core/check_line.h; the same one
+//     pass in full mode first), and its digest points into that record.
 // The acceptance contract is read_run_file's: a file is accepted only when
 // read_run_file accepts it, with the same values. Whenever the digest reader refuses
 // anything (a malformed line, a duplicated id, a summary that does not match), the
@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/record.h"
 #include "core/text_compare.h"
 

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 dir=build-fuzz
-targets=(fuzz_experiment fuzz_record fuzz_canonical_check fuzz_baseline_store fuzz_ci_event fuzz_http_response
+targets=(fuzz_experiment fuzz_record fuzz_check_line_fast fuzz_baseline_store fuzz_ci_event fuzz_http_response
   fuzz_http_body fuzz_torchscript_archive fuzz_report)
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DDRIFTGATE_WITH_TORCH=OFF -DDRIFTGATE_SANITIZE=address,undefined -DDRIFTGATE_FUZZ=ON >/dev/null

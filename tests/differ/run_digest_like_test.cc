@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/record.h"
 #include "differ/run_digest.h"
 #include "tests/support/temp_dir.h"

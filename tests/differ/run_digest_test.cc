@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/error.h"
 #include "core/record.h"
 #include "core/text_compare.h"

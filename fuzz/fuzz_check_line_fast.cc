@@ -1,4 +1,4 @@
-// libFuzzer target: the fast path of reading a check line (core/canonical_check.cc):
+// libFuzzer target: the fast path of reading a check line (core/check_line_fast.h):
 // read_canonical_check (the digest read_run_digest keeps) and read_canonical_record
 // (the whole record read_run_file keeps), one pass in two modes.
 //
@@ -22,7 +22,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/check_json.h"
+#include "core/check_line_fast.h"
 #include "core/error.h"
 #include "core/record.h"
 

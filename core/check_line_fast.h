@@ -1,19 +1,18 @@
-// The fast path of reading a check line (core/check_line.h has the line, its one writer
-// and its strict reader).
+// The fast reader of check lines: one pass over a line in the writer's layout
+// (core/check_line.h), for read_run_file's whole records and the diff's digests.
 //
-// A run or baseline of a million checks is a million of these lines; building an
-// nlohmann DOM for each (~44 MB/s) made `driftgate diff` two orders of magnitude
-// slower than reading the files. The fast path, read_canonical_record here and the
-// digest readers of differ/run_digest.h, is one pass (canonical_check.cc) over the
-// layout check_to_json_line writes. It never reports an error of its own: a line in
-// any other form (other member order, escapes, non-ASCII, tier-2/3 or mitigation
-// members, -0) is "not mine" and goes to the strict reader, so the fast path only
-// ever accepts lines the strict reader accepts, with the same values (the fuzz
-// target fuzz_canonical_check and tests/differ/run_digest_test.cc hold it to that).
+// A run or baseline of a million checks is a million check lines; building an nlohmann
+// DOM for each (~44 MB/s) made `driftgate diff` two orders of magnitude slower than
+// reading the files. This reader never reports an error of its own: a line in any other
+// form (other member order, escapes, non-ASCII, tier-2/3 or mitigation members, -0) is
+// "not mine" and goes to the strict reader, so it only ever accepts lines the strict
+// reader accepts, with the same values. fuzz_check_line_fast and
+// tests/core/check_line_test.cc (every edit of a line) hold it to that, with the strict
+// reader as oracle.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 #include "core/check_line.h"
@@ -24,7 +23,7 @@ namespace driftgate {
 // `check` unspecified) when the line must go to the strict reader instead.
 bool read_canonical_record(std::string_view line, CheckRecord& check);
 
-// ---- the fast path's digests: what a diff keeps of a check (differ/run_digest.h) ----
+// ---- the digests: what a diff keeps of a check (differ/run_digest.h) ----
 
 // A check's latency members (CheckRecord's reference_ms, target_ms and their
 // interquartile ranges; nan ranges where the line has none).
@@ -86,11 +85,11 @@ bool read_check_like(std::string_view line, const CheckDigest& like, CheckDigest
 struct CanonicalMemo {
   std::string_view tolerance;
   std::string_view observed;
-  // The last "stats" object read: its bytes, where each of its members (in the writer's
+  // The last "stats" object read: its bytes, where each of its members (k_stats_members'
   // order, an absent optional one empty) ends in them, and its max_abs. A member the
   // next line repeats byte for byte, up to and with the byte after it, reads the same.
   std::string_view stats;
-  uint32_t stats_ends[25] = {};
+  uint32_t stats_ends[k_stats_member_count] = {};
   double stats_max_abs = 0.0;
   std::string_view timings;     // the last timings member (and the line's closing brace)
   CheckTimings timings_values;  // its values

@@ -1,5 +1,3 @@
-#include "core/check_json.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/check_line_fast.h"
 #include "core/error.h"
 #include "core/record.h"
 
@@ -98,7 +97,7 @@ void expect_same_outcome(const std::string& text) {
   EXPECT_EQ(outcome(text, false), outcome(text, true)) << "input:\n" << text;
 }
 
-TEST(CheckJson, WritesWhatTheDomWouldWrite) {
+TEST(CheckLine, WritesWhatTheDomWouldWrite) {
   CheckRecord check = full_check();
   std::string line = check_to_json_line(check);
   // nlohmann re-dumps its own canonical output unchanged: same key order, numbers, escapes.
@@ -114,7 +113,7 @@ TEST(CheckJson, WritesWhatTheDomWouldWrite) {
 
 // Records written before the timed runs have no interquartile ranges: both readers take
 // them as nan (unknown), and the writer then writes "nan", never a made-up 0.
-TEST(CheckJson, TimingsWithoutRangesReadAsUnknown) {
+TEST(CheckLine, TimingsWithoutRangesReadAsUnknown) {
   std::string text = run_text({full_check()});
   const std::string ranges = ",\"reference_iqr\":0.25,\"target_iqr\":3.125}";
   ASSERT_NE(text.find(ranges), std::string::npos) << text;
@@ -135,7 +134,7 @@ TEST(CheckJson, TimingsWithoutRangesReadAsUnknown) {
   EXPECT_EQ(outcome(half, true).rfind("error: ", 0), 0U) << outcome(half, true);
 }
 
-TEST(CheckJson, EscapesAndUnicodeAreNlohmanns) {
+TEST(CheckLine, EscapesAndUnicodeAreNlohmanns) {
   CheckRecord check = full_check();
   check.message = std::string("quote \" backslash \\ tab \t bell \x07 del \x7f caf\xc3\xa9 \xe2\x9c\x93");
   check.stats.reset();
@@ -147,7 +146,7 @@ TEST(CheckJson, EscapesAndUnicodeAreNlohmanns) {
   EXPECT_THROW(check_to_json_line(check), nlohmann::json::exception);  // as the DOM dump throws
 }
 
-TEST(CheckJson, RandomRecordsRoundTrip) {
+TEST(CheckLine, RandomRecordsRoundTrip) {
   std::mt19937_64 random(7);
   std::uniform_real_distribution<double> exponent(-320, 300);
   std::vector<CheckRecord> checks;
@@ -187,7 +186,7 @@ TEST(CheckJson, RandomRecordsRoundTrip) {
 
 // Every edit of a good check line that the DOM reader might judge differently from a
 // naive fast reader: both readers give the same run or the same error, word for word.
-TEST(CheckJson, FastPathAndDomReaderAgreeOnEveryEdit) {
+TEST(CheckLine, FastPathAndDomReaderAgreeOnEveryEdit) {
   std::string good = run_text({full_check()});
   size_t start = good.find('\n') + 1;
   size_t end = good.find('\n', start);
