@@ -16,17 +16,11 @@
 #include "core/safe_text.h"
 #include "core/suggest.h"
 #include "core/tolerance.h"
-#include "core/yaml_check.h"
+#include "core/yaml_reader.h"
 
 namespace driftgate {
 
 namespace {
-
-template <typename Enum>
-struct EnumName {
-  Enum value;
-  const char* name;
-};
 
 constexpr EnumName<Device> k_devices[] = {{Device::k_cpu, "cpu"}, {Device::k_cuda, "cuda"}};
 constexpr EnumName<DType> k_dtypes[] = {{DType::k_float32, "float32"},
@@ -52,185 +46,6 @@ constexpr EnumName<OnnxOptimization> k_onnx_levels[] = {{OnnxOptimization::k_dis
 constexpr EnumName<Distribution> k_distributions[] = {{Distribution::k_normal, "normal"},
                                                       {Distribution::k_uniform, "uniform"}};
 
-template <typename Enum, size_t N>
-const char* enum_name(const EnumName<Enum> (&table)[N], Enum value) {
-  for (const auto& entry : table) {
-    if (entry.value == value) {
-      return entry.name;
-    }
-  }
-  return "unknown";
-}
-
-// Reads one YAML document with positions, so every error can say file:line:col.
-class Reader {
- public:
-  explicit Reader(std::string path) : m_path(std::move(path)) {}
-
-  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
-    SourceLocation where{m_path, mark.line + 1, mark.column + 1};
-    if (mark.is_null()) {
-      where.line = 0;
-    }
-    throw Error(where.str() + ": " + message);
-  }
-
-  std::string location(const YAML::Node& node) const {
-    const YAML::Mark mark = node.Mark();
-    return SourceLocation{m_path, mark.line + 1, mark.column + 1}.str();
-  }
-
-  // Checks that `node` is a map whose keys are all in `allowed` and appear once.
-  void expect_map(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) const {
-    if (!node.IsMap()) {
-      fail(node.Mark(), what + " must be a mapping of keys to values, got " + kind(node));
-    }
-    std::set<std::string> seen;
-    for (const auto& pair : node) {
-      if (!pair.first.IsScalar()) {
-        fail(pair.first.Mark(), "keys of " + what + " must be plain words");
-      }
-      const std::string key = pair.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        fail(pair.first.Mark(),
-             "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (allowed: " + join(allowed) + ")");
-      }
-      if (!seen.insert(key).second) {
-        fail(pair.first.Mark(), "duplicate key '" + key + "' in " + what);
-      }
-    }
-  }
-
-  // The node for `key`, after expect_map. Fails with the map's position when required and absent.
-  YAML::Node required(const YAML::Node& map, const std::string& key, const std::string& what) const {
-    YAML::Node value = map[key];
-    if (!value) {
-      fail(map.Mark(), what + " needs the key '" + key + "'");
-    }
-    return value;
-  }
-
-  std::string scalar(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) {
-      fail(node.Mark(), what + " must be a single value, got " + kind(node));
-    }
-    return node.Scalar();
-  }
-
-  std::string name(const YAML::Node& node, const std::string& what) const {
-    std::string value = scalar(node, what);
-    bool valid = !value.empty() && value.size() <= 64 && value != "." && value != "..";
-    for (char c : value) {
-      valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
-    }
-    if (!valid) {
-      fail(node.Mark(), what + " '" + value + "' must be 1-64 characters of letters, digits, '_', '-' or '.'");
-    }
-    return value;
-  }
-
-  double number(const YAML::Node& node, const std::string& what) const {
-    std::string text = scalar(node, what);
-    double value = 0.0;
-    const bool decoded = YAML::convert<double>::decode(node, value);
-    // yaml-cpp reads 1e-400 as 0 and 1e400 as a failure: say which end of the range it left.
-    if (std::string problem = out_of_double_range(text, decoded, value); !problem.empty()) {
-      fail(node.Mark(), what + " '" + text + "' " + problem);
-    }
-    if (!decoded || !std::isfinite(value)) {
-      fail(node.Mark(), what + " must be a finite number, got '" + text + "'");
-    }
-    return value;
-  }
-
-  int64_t integer(const YAML::Node& node, const std::string& what, int64_t low, int64_t high) const {
-    std::string text = scalar(node, what);
-    int64_t value = 0;
-    if (!YAML::convert<int64_t>::decode(node, value)) {
-      if (is_integer_literal(text)) {  // digits that do not fit in 64 bits
-        fail(node.Mark(), what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " +
-                              text + " (out of range)");
-      }
-      fail(node.Mark(), what + " must be a whole number, got '" + text + "'");
-    }
-    if (value < low || value > high) {
-      fail(node.Mark(),
-           what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " + text);
-    }
-    return value;
-  }
-
-  bool boolean(const YAML::Node& node, const std::string& what) const {
-    std::string text = scalar(node, what);
-    bool value = false;
-    if (!YAML::convert<bool>::decode(node, value)) {
-      fail(node.Mark(), what + " must be true or false, got '" + text + "'");
-    }
-    return value;
-  }
-
-  template <typename Enum, size_t N>
-  Enum choice(const YAML::Node& node, const std::string& what, const EnumName<Enum> (&table)[N]) const {
-    std::string text = scalar(node, what);
-    std::vector<std::string> names;
-    for (const auto& entry : table) {
-      if (text == entry.name) {
-        return entry.value;
-      }
-      names.push_back(entry.name);
-    }
-    fail(node.Mark(),
-         "unknown " + what + " '" + text + "'" + did_you_mean(text, names) + " (one of: " + join(names) + ")");
-  }
-
-  const YAML::Node& sequence(const YAML::Node& node, const std::string& what, size_t min_size) const {
-    if (!node.IsSequence()) {
-      fail(node.Mark(), what + " must be a list, got " + kind(node));
-    }
-    if (node.size() < min_size) {
-      fail(node.Mark(),
-           what + " must have at least " + std::to_string(min_size) + " entr" + (min_size == 1 ? "y" : "ies"));
-    }
-    return node;
-  }
-
-  std::array<double, 3> triple(const YAML::Node& node, const std::string& what) const {
-    sequence(node, what, 1);
-    if (node.size() != 3) {
-      fail(node.Mark(), what + " must have exactly 3 values (one per RGB channel), got " + std::to_string(node.size()));
-    }
-    return {number(node[0], what), number(node[1], what), number(node[2], what)};
-  }
-
-  const std::string& path() const { return m_path; }
-
-  static std::string join(const std::vector<std::string>& items) {
-    std::string text;
-    for (const auto& item : items) {
-      text += (text.empty() ? "" : ", ") + item;
-    }
-    return text;
-  }
-
- private:
-  static std::string kind(const YAML::Node& node) {
-    switch (node.Type()) {
-      case YAML::NodeType::Map:
-        return "a mapping";
-      case YAML::NodeType::Sequence:
-        return "a list";
-      case YAML::NodeType::Scalar:
-        return "'" + node.Scalar() + "'";
-      case YAML::NodeType::Null:
-        return "nothing";
-      default:
-        return "an undefined value";
-    }
-  }
-
-  std::string m_path;
-};
-
 const std::vector<std::string> k_experiment_keys = {
     "name",    "model",  "inputs",    "reference",   "targets", "backends", "tolerance",    "tolerances",
     "repeats", "oracle", "timeout_s", "activations", "task",    "latency",  "aoti_package", "onnx_model"};
@@ -245,8 +60,18 @@ const std::vector<std::string> k_backend_keys = {"base",          "device",     
 const std::vector<std::string> k_tolerance_keys = {"rule", "atol", "rtol", "k"};
 const std::vector<std::string> k_tolerance_override_keys = {"target", "output", "dtype", "rule", "atol", "rtol", "k"};
 
-void require_file(const Reader& reader, const YAML::Node& node, const std::string& what, const std::string& resolved,
-                  const std::string& hint) {
+// One value per RGB channel.
+std::array<double, 3> rgb_triple(const YamlReader& reader, const YAML::Node& node, const std::string& what) {
+  reader.sequence(node, what, 1);
+  if (node.size() != 3) {
+    reader.fail(node.Mark(),
+                what + " must have exactly 3 values (one per RGB channel), got " + std::to_string(node.size()));
+  }
+  return {reader.number(node[0], what), reader.number(node[1], what), reader.number(node[2], what)};
+}
+
+void require_file(const YamlReader& reader, const YAML::Node& node, const std::string& what,
+                  const std::string& resolved, const std::string& hint) {
   // The path is written into the run file (JSON: UTF-8 only) and shown in reports.
   if (std::string found = first_invisible(resolved); !found.empty()) {
     reader.fail(node.Mark(), what + " '" + escape_invisible(node.Scalar()) + "': the path holds " + found +
@@ -271,7 +96,7 @@ void require_file(const Reader& reader, const YAML::Node& node, const std::strin
   }
 }
 
-InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::string& base_dir) {
+InputSpec parse_input(const YamlReader& reader, const YAML::Node& node, const std::string& base_dir) {
   reader.expect_map(node, "an input", k_input_keys);
   InputSpec input;
   input.name = reader.name(reader.required(node, "name", "an input"), "input name");
@@ -361,10 +186,10 @@ InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::s
     }
   }
   if (node["mean"]) {
-    input.image.mean = reader.triple(node["mean"], "mean");
+    input.image.mean = rgb_triple(reader, node["mean"], "mean");
   }
   if (node["std"]) {
-    input.image.std = reader.triple(node["std"], "std");
+    input.image.std = rgb_triple(reader, node["std"], "std");
     for (double value : input.image.std) {
       if (value <= 0.0) {
         reader.fail(node["std"].Mark(), "std values must be positive");
@@ -377,7 +202,7 @@ InputSpec parse_input(const Reader& reader, const YAML::Node& node, const std::s
 // `float32_modules:` a list of module paths as named_modules() spells them ("classifier.3",
 // "layer4.1.conv2"): dot-separated names of letters, digits and '_'. Whether the model has
 // them is known only when it is loaded (runner/backend.cc).
-std::vector<std::string> parse_float32_modules(const Reader& reader, const std::string& backend,
+std::vector<std::string> parse_float32_modules(const YamlReader& reader, const std::string& backend,
                                                const YAML::Node& node) {
   const std::string what = "backend '" + backend + "': float32_modules";
   reader.sequence(node, what, 1);
@@ -420,7 +245,7 @@ std::vector<std::string> parse_float32_modules(const Reader& reader, const std::
 }
 
 // float32_modules means something only for a model cast to a reduced dtype as a whole.
-void check_float32_modules_fit(const Reader& reader, const std::string& name, const BackendSpec& spec,
+void check_float32_modules_fit(const YamlReader& reader, const std::string& name, const BackendSpec& spec,
                                const YAML::Node& where) {
   if (spec.autocast) {
     reader.fail(where.Mark(), "backend '" + name +
@@ -440,7 +265,7 @@ void check_float32_modules_fit(const Reader& reader, const std::string& name, co
 
 // A backend of graph mode aoti runs the experiment's package, one of graph onnxruntime its
 // ONNX file: the config must name it.
-void require_graph_file(const Reader& reader, const YAML::Node& node, const Experiment& experiment,
+void require_graph_file(const YamlReader& reader, const YAML::Node& node, const Experiment& experiment,
                         const BackendSpec& spec) {
   if (spec.graph == GraphMode::k_aoti && experiment.aoti_package_path.empty()) {
     reader.fail(node.Mark(), "backend '" + spec.name +
@@ -473,7 +298,7 @@ std::string conversion_setting(const BackendSpec& spec) {
 
 // An AOTInductor package runs as it was compiled (float32, contiguous, CPU): the settings
 // that would convert the model cannot apply to it; threads and oneDNN can.
-void check_aoti_settings(const Reader& reader, const YAML::Node& node, const std::string& name,
+void check_aoti_settings(const YamlReader& reader, const YAML::Node& node, const std::string& name,
                          const BackendSpec& spec) {
   if (const std::string problem = conversion_setting(spec); !problem.empty()) {
     reader.fail(node.Mark(), "backend '" + name +
@@ -486,7 +311,7 @@ void check_aoti_settings(const Reader& reader, const YAML::Node& node, const std
 // ONNX Runtime runs the ONNX file as exported (float32, CPU) with its own kernels: LibTorch's
 // settings cannot apply to it; threads, provider and optimization can. `provider:` and
 // `optimization:` belong to it alone.
-void check_onnx_settings(const Reader& reader, const YAML::Node& node, const std::string& name,
+void check_onnx_settings(const YamlReader& reader, const YAML::Node& node, const std::string& name,
                          const BackendSpec& spec) {
   if (spec.graph != GraphMode::k_onnxruntime) {
     for (const char* key : {"provider", "optimization"}) {
@@ -511,7 +336,7 @@ void check_onnx_settings(const Reader& reader, const YAML::Node& node, const std
   }
 }
 
-BackendSpec parse_backend(const Reader& reader, const std::string& name, const YAML::Node& node,
+BackendSpec parse_backend(const YamlReader& reader, const std::string& name, const YAML::Node& node,
                           const std::vector<BackendSpec>& known) {
   reader.expect_map(node, "backend '" + name + "'", k_backend_keys);
   BackendSpec spec = known.front();
@@ -591,7 +416,7 @@ BackendSpec parse_backend(const Reader& reader, const std::string& name, const Y
 
 // `what` is a C string: GCC 14's -Wdangling-reference flags a returned reference when an
 // argument is a temporary std::string, although the result refers into `known` only.
-const BackendSpec& find_backend(const Reader& reader, const YAML::Node& node, const std::vector<BackendSpec>& known,
+const BackendSpec& find_backend(const YamlReader& reader, const YAML::Node& node, const std::vector<BackendSpec>& known,
                                 const char* what) {
   std::string name = reader.scalar(node, what);
   std::vector<std::string> names;
@@ -602,7 +427,7 @@ const BackendSpec& find_backend(const Reader& reader, const YAML::Node& node, co
     names.push_back(spec.name);
   }
   reader.fail(node.Mark(), "unknown backend '" + name + "'" + did_you_mean(name, names) +
-                               " (define it under 'backends:' or use one of: " + Reader::join(names) + ")");
+                               " (define it under 'backends:' or use one of: " + YamlReader::join(names) + ")");
 }
 
 // The values a `tolerance:` map or a `tolerances:` entry sets: rule, atol and rtol
@@ -614,14 +439,14 @@ struct ToleranceValues {
   std::optional<double> k;
 };
 
-ToleranceValues parse_tolerance_values(const Reader& reader, const YAML::Node& map, const std::string& what) {
+ToleranceValues parse_tolerance_values(const YamlReader& reader, const YAML::Node& map, const std::string& what) {
   ToleranceValues values;
   if (map["rule"]) {
     std::string name = reader.scalar(map["rule"], "rule");
     const std::vector<std::string>& names = tolerance_rule_names();
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       reader.fail(map["rule"].Mark(), "unknown tolerance rule '" + name + "'" + did_you_mean(name, names) +
-                                          " (one of: " + Reader::join(names) + ")");
+                                          " (one of: " + YamlReader::join(names) + ")");
     }
     values.rule = parse_tolerance_rule(name);
   }
@@ -654,7 +479,7 @@ ToleranceValues parse_tolerance_values(const Reader& reader, const YAML::Node& m
 }
 
 // tolerance: {rule, atol, rtol, k}. Without atol/rtol each check uses its dtypes' defaults.
-void parse_tolerance(const Reader& reader, const YAML::Node& tolerance, Experiment& experiment) {
+void parse_tolerance(const YamlReader& reader, const YAML::Node& tolerance, Experiment& experiment) {
   reader.expect_map(tolerance, "tolerance", k_tolerance_keys);
   experiment.tolerance_origin = reader.location(tolerance);
   const ToleranceValues values = parse_tolerance_values(reader, tolerance, "tolerance");
@@ -670,7 +495,7 @@ void parse_tolerance(const Reader& reader, const YAML::Node& tolerance, Experime
 
 // tolerances: [{target, output, dtype, rule, atol, rtol, k}, ...]: each entry selects
 // checks (at least one of target, output, dtype) and sets some values for them.
-void parse_tolerance_overrides(const Reader& reader, const YAML::Node& list, Experiment& experiment) {
+void parse_tolerance_overrides(const YamlReader& reader, const YAML::Node& list, Experiment& experiment) {
   std::set<std::string> selectors;
   for (const YAML::Node& entry : reader.sequence(list, "tolerances", 1)) {
     reader.expect_map(entry, "tolerances entry", k_tolerance_override_keys);
@@ -685,7 +510,7 @@ void parse_tolerance_overrides(const Reader& reader, const YAML::Node& list, Exp
       if (std::find(names.begin(), names.end(), override_entry.target) == names.end()) {
         reader.fail(entry["target"].Mark(), "'" + override_entry.target + "' is not a target of this experiment" +
                                                 did_you_mean(override_entry.target, names) +
-                                                " (its targets: " + Reader::join(names) + ")");
+                                                " (its targets: " + YamlReader::join(names) + ")");
       }
     }
     if (entry["output"]) {
@@ -748,7 +573,7 @@ std::string missing_model_hint(const std::string& resolved) {
          "torch.jit.script(model).save(path)";
 }
 
-Experiment parse_document(const Reader& reader, const YAML::Node& root) {
+Experiment parse_document(const YamlReader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.fail(YAML::Mark::null_mark(),
                 "the file is empty; an experiment needs at least name, model, inputs and targets");
@@ -881,18 +706,9 @@ const char* to_string(OnnxOptimization level) { return enum_name(k_onnx_levels, 
 const char* to_string(Activations activations) { return enum_name(k_activations, activations); }
 
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path) {
-  Reader reader(path);
-  // NUL bytes, tabs, deep nesting, unknown tags; the first two documents' roots.
-  const std::vector<YAML::Mark> roots = check_yaml(yaml_text, path, 2);
-  if (roots.size() > 1) {
-    reader.fail(roots[1], "one experiment per file: found a second YAML document; split it into its own file");
-  }
-  YAML::Node document;
-  try {
-    document = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    reader.fail(e.mark, "not valid YAML: " + e.msg);
-  }
+  const YamlReader reader(path);
+  const YAML::Node document =
+      reader.load(yaml_text, "one experiment per file: found a second YAML document; split it into its own file");
   try {
     return parse_document(reader, document);
   } catch (const YAML::Exception& e) {
