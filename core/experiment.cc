@@ -683,7 +683,7 @@ Experiment parse_document(const YamlReader& reader, const YAML::Node& root) {
     }
   }
   if (const YAML::Node task = root["task"]) {
-    experiment.task = parse_task(task, reader.path(), base_dir);
+    experiment.task = parse_task(reader, task, base_dir);
   }
   return experiment;
 }

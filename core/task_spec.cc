@@ -12,8 +12,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/input_file.h"
-#include "core/suggest.h"
-#include "core/yaml_check.h"
+#include "core/yaml_reader.h"
 
 namespace driftgate {
 namespace {
@@ -27,132 +26,12 @@ const std::vector<std::string> k_tolerance_keys = {"min_top1_agreement",  "min_t
                                                    "min_mean_iou",        "max_score_delta",  "min_map50",
                                                    "min_pixel_agreement", "min_miou",         "max_confident_flips"};
 
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) {
-    text += (text.empty() ? "" : ", ") + item;
-  }
-  return text;
-}
-
-// Positions and typed values of the `task:` mapping, every error with file:line:col.
-class TaskReader {
- public:
-  explicit TaskReader(std::string path) : m_path(std::move(path)) {}
-
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
-    throw Error(where(node) + ": " + message);
-  }
-
-  std::string where(const YAML::Node& node) const {
-    const YAML::Mark mark = node.Mark();
-    return m_path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-  }
-
-  void expect_map(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) const {
-    if (!node.IsMap()) {
-      fail(node, what + " must be a mapping of keys to values");
-    }
-    std::set<std::string> seen;
-    for (const auto& pair : node) {
-      const std::string key = pair.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        fail(pair.first,
-             "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (allowed: " + join(allowed) + ")");
-      }
-      if (!seen.insert(key).second) {
-        fail(pair.first, "duplicate key '" + key + "' in " + what);
-      }
-    }
-  }
-
-  std::string scalar(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) {
-      fail(node, what + " must be a single value");
-    }
-    return node.Scalar();
-  }
-
-  double number(const YAML::Node& node, const std::string& what, double low, double high) const {
-    double value = 0.0;
-    const bool decoded = node.IsScalar() && YAML::convert<double>::decode(node, value);
-    // yaml-cpp reads 1e-400 as 0 and 1e400 as a failure: say which end of the range it left.
-    if (node.IsScalar()) {
-      if (std::string problem = out_of_double_range(node.Scalar(), decoded, value); !problem.empty()) {
-        fail(node, what + " '" + node.Scalar() + "' " + problem);
-      }
-    }
-    if (!decoded || std::isnan(value)) {
-      fail(node, what + " must be a number, got '" + (node.IsScalar() ? node.Scalar() : "a collection") + "'");
-    }
-    if (value < low || value > high) {
-      std::ostringstream range;
-      range << what << " must be between " << low << " and " << high << ", got " << node.Scalar();
-      fail(node, range.str());
-    }
-    return value;
-  }
-
-  int64_t integer(const YAML::Node& node, const std::string& what, int64_t low, int64_t high) const {
-    int64_t value = 0;
-    if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
-      if (node.IsScalar() && is_integer_literal(node.Scalar())) {  // digits that do not fit in 64 bits
-        fail(node, what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " +
-                       node.Scalar() + " (out of range)");
-      }
-      fail(node, what + " must be a whole number, got '" + (node.IsScalar() ? node.Scalar() : "a collection") + "'");
-    }
-    if (value < low || value > high) {
-      fail(node, what + " must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got " +
-                     node.Scalar());
-    }
-    return value;
-  }
-
-  bool boolean(const YAML::Node& node, const std::string& what) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      fail(node, what + " must be true or false");
-    }
-    return value;
-  }
-
-  // One of `names` (index into it), with a did-you-mean.
-  size_t choice(const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) const {
-    const std::string text = scalar(node, what);
-    auto found = std::find(names.begin(), names.end(), text);
-    if (found == names.end()) {
-      fail(node, "unknown " + what + " '" + text + "'" + did_you_mean(text, names) + " (one of: " + join(names) + ")");
-    }
-    return static_cast<size_t>(found - names.begin());
-  }
-
-  std::vector<std::string> strings(const YAML::Node& node, const std::string& what) const {
-    if (node.IsScalar()) {
-      return {node.Scalar()};
-    }
-    if (!node.IsSequence() || node.size() == 0) {
-      fail(node, what + " must be a non-empty list");
-    }
-    std::vector<std::string> values;
-    for (const auto& item : node) {
-      values.push_back(scalar(item, what));
-    }
-    return values;
-  }
-
-  const std::string& path() const { return m_path; }
-
- private:
-  std::string m_path;
-};
-
 const std::vector<std::string> k_kinds = {"classification", "detection", "segmentation"};
 const std::vector<std::string> k_modes = {"stable", "native"};
 const std::vector<std::string> k_formats = {"boxes", "anchors"};
 const std::vector<std::string> k_activations = {"none", "sigmoid", "softmax"};
 
-void parse_tolerances(const TaskReader& reader, const YAML::Node& node, TaskTolerances& tolerances) {
+void parse_tolerances(const YamlReader& reader, const YAML::Node& node, TaskTolerances& tolerances) {
   reader.expect_map(node, "task tolerances", k_tolerance_keys);
   const double inf = std::numeric_limits<double>::infinity();
   auto fraction = [&](const char* key, double& value) {
@@ -177,25 +56,26 @@ void parse_tolerances(const TaskReader& reader, const YAML::Node& node, TaskTole
 }
 
 // How many output paths each kind (and detection format) reads.
-void check_outputs(const TaskReader& reader, const YAML::Node& node, const TaskSpec& task) {
+void check_outputs(const YamlReader& reader, const YAML::Node& node, const TaskSpec& task) {
   const size_t n = task.outputs.size();
   if (task.kind != TaskKind::k_detection) {
     if (n != 1) {
-      reader.fail(node, std::string(to_string(task.kind)) + " reads one output (the logits), got " + std::to_string(n));
+      reader.fail(node.Mark(),
+                  std::string(to_string(task.kind)) + " reads one output (the logits), got " + std::to_string(n));
     }
     return;
   }
   if (task.format == DetectionFormat::k_anchors && n != 3) {
-    reader.fail(node, "detection with format 'anchors' reads three outputs: [deltas, logits, anchors], got " +
-                          std::to_string(n));
+    reader.fail(node.Mark(), "detection with format 'anchors' reads three outputs: [deltas, logits, anchors], got " +
+                                 std::to_string(n));
   }
   if (task.format == DetectionFormat::k_boxes && (n < 2 || n > 3)) {
-    reader.fail(node, "detection with format 'boxes' reads [boxes, scores] or [boxes, scores, labels], got " +
-                          std::to_string(n) + " outputs");
+    reader.fail(node.Mark(), "detection with format 'boxes' reads [boxes, scores] or [boxes, scores, labels], got " +
+                                 std::to_string(n) + " outputs");
   }
 }
 
-void parse_detection_keys(const TaskReader& reader, const YAML::Node& node, TaskSpec& task) {
+void parse_detection_keys(const YamlReader& reader, const YAML::Node& node, TaskSpec& task) {
   if (node["format"]) {
     task.format = static_cast<DetectionFormat>(reader.choice(node["format"], "detection format", k_formats));
   }
@@ -210,12 +90,12 @@ void parse_detection_keys(const TaskReader& reader, const YAML::Node& node, Task
     } else if (nms.IsScalar()) {
       items.push_back(nms);
     } else {
-      reader.fail(nms, "nms must be 'stable', 'native' or a list of both");
+      reader.fail(nms.Mark(), "nms must be 'stable', 'native' or a list of both");
     }
     for (const YAML::Node& item : items) {
       auto mode = static_cast<NmsMode>(reader.choice(item, "nms mode", k_modes));
       if (std::find(task.nms.begin(), task.nms.end(), mode) != task.nms.end()) {
-        reader.fail(item, std::string("nms lists '") + to_string(mode) + "' twice");
+        reader.fail(item.Mark(), std::string("nms lists '") + to_string(mode) + "' twice");
       }
       task.nms.push_back(mode);
     }
@@ -237,7 +117,7 @@ void parse_detection_keys(const TaskReader& reader, const YAML::Node& node, Task
   }
   if (const YAML::Node weights = node["box_weights"]) {
     if (!weights.IsSequence() || weights.size() != 4) {
-      reader.fail(weights, "box_weights must be 4 numbers [wx, wy, ww, wh] (torchvision's BoxCoder weights)");
+      reader.fail(weights.Mark(), "box_weights must be 4 numbers [wx, wy, ww, wh] (torchvision's BoxCoder weights)");
     }
     for (size_t i = 0; i < 4; ++i) {
       task.box_weights[i] = reader.number(weights[i], "a box weight", 1e-6, 1e6);
@@ -250,12 +130,12 @@ void parse_detection_keys(const TaskReader& reader, const YAML::Node& node, Task
     task.max_detections = reader.integer(node["max_detections"], "max_detections", 1, 1 << 20);
   }
   if (!task.apply_nms && node["nms"]) {
-    reader.fail(node["nms"],
+    reader.fail(node["nms"].Mark(),
                 "'nms' chooses the NMS order, but 'apply_nms: false' says the outputs are already "
                 "post-NMS; remove one of them");
   }
   if (task.format == DetectionFormat::k_anchors && !task.apply_nms) {
-    reader.fail(node["apply_nms"], "a raw head (format 'anchors') needs NMS; remove 'apply_nms: false'");
+    reader.fail(node["apply_nms"].Mark(), "a raw head (format 'anchors') needs NMS; remove 'apply_nms: false'");
   }
 }
 
@@ -278,17 +158,16 @@ std::string task_output_name(const TaskSpec& task, NmsMode mode) {
 
 const std::vector<std::string>& task_keys() { return k_keys; }
 
-TaskSpec parse_task(const YAML::Node& node, const std::string& path, const std::string& base_dir) {
-  TaskReader reader(path);
+TaskSpec parse_task(const YamlReader& reader, const YAML::Node& node, const std::string& base_dir) {
   reader.expect_map(node, "task", k_keys);
   TaskSpec task;
-  task.origin = reader.where(node);
+  task.origin = reader.location(node);
   if (!node["kind"]) {
-    reader.fail(node, "task needs the key 'kind' (one of: " + join(k_kinds) + ")");
+    reader.fail(node.Mark(), "task needs the key 'kind' (one of: " + YamlReader::join(k_kinds) + ")");
   }
   task.kind = static_cast<TaskKind>(reader.choice(node["kind"], "task kind", k_kinds));
   if (!node["outputs"]) {
-    reader.fail(node,
+    reader.fail(node.Mark(),
                 "task needs the key 'outputs': the output paths it reads, e.g. [out] or [\"out[0]\", \"out[1]\"]");
   }
   task.outputs = reader.strings(node["outputs"], "outputs");
@@ -296,14 +175,14 @@ TaskSpec parse_task(const YAML::Node& node, const std::string& path, const std::
   for (const char* key : {"format", "nms", "apply_nms", "iou_threshold", "match_iou", "score_threshold", "activation",
                           "box_weights", "background_class", "max_detections"}) {
     if (node[key] && !detection) {
-      reader.fail(node[key], std::string("'") + key + "' applies to task kind 'detection' only");
+      reader.fail(node[key].Mark(), std::string("'") + key + "' applies to task kind 'detection' only");
     }
   }
   if (node["top_k"] && task.kind != TaskKind::k_classification) {
-    reader.fail(node["top_k"], "'top_k' applies to task kind 'classification' only");
+    reader.fail(node["top_k"].Mark(), "'top_k' applies to task kind 'classification' only");
   }
   if (node["labels"] && task.kind != TaskKind::k_classification) {
-    reader.fail(node["labels"], "'labels' applies to task kind 'classification' only");
+    reader.fail(node["labels"].Mark(), "'labels' applies to task kind 'classification' only");
   }
   if (detection) {
     parse_detection_keys(reader, node, task);
@@ -321,7 +200,7 @@ TaskSpec parse_task(const YAML::Node& node, const std::string& path, const std::
     try {
       text = read_input_file(task.labels_path, k_labels_file);
     } catch (const Error& e) {
-      reader.fail(labels, "labels file '" + labels.Scalar() + "' cannot be read (" + e.what() + ")");
+      reader.fail(labels.Mark(), "labels file '" + labels.Scalar() + "' cannot be read (" + e.what() + ")");
     }
     task.labels = parse_labels(text, task.labels_path);
   }

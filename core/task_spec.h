@@ -20,6 +20,8 @@ class Node;
 
 namespace driftgate {
 
+class YamlReader;
+
 enum class TaskKind { k_classification, k_detection, k_segmentation };
 
 // NMS candidate order: `stable` sorts by score descending, then x1, y1, x2, y2, class
@@ -86,9 +88,9 @@ std::string task_output_name(const TaskSpec& task, NmsMode mode);
 // The keys a `task:` mapping accepts (for did-you-mean and the schema test).
 const std::vector<std::string>& task_keys();
 
-// Parses the `task:` mapping of `path`'s experiment; relative files resolve
+// Parses the `task:` mapping of the experiment `reader` reads; relative files resolve
 // against `base_dir`. Throws driftgate::Error "<path>:<line>:<col>: <message>".
-TaskSpec parse_task(const YAML::Node& node, const std::string& path, const std::string& base_dir);
+TaskSpec parse_task(const YamlReader& reader, const YAML::Node& node, const std::string& base_dir);
 
 // Parses a labels file: one line per input, "<input name> <class> [<class> ...]",
 // '#' starts a comment. Throws driftgate::Error "<file>:<line>: ..." on bad lines.

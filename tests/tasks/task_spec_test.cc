@@ -10,13 +10,14 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/yaml_reader.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/unix_socket.h"
 
 namespace driftgate {
 namespace {
 
-TaskSpec parse(const std::string& yaml) { return parse_task(YAML::Load(yaml), "x.yaml", "."); }
+TaskSpec parse(const std::string& yaml) { return parse_task(YamlReader("x.yaml"), YAML::Load(yaml), "."); }
 
 std::string error_of(const std::string& yaml) {
   try {
@@ -76,6 +77,21 @@ TEST(TaskSpec, ErrorsSayWhereWhatAndWhatToTry) {
       "x.yaml:1:1: task needs the key 'outputs': the output paths it reads, e.g. [out] or [\"out[0]\", \"out[1]\"]");
   EXPECT_EQ(error_of("{kind: classification, outputs: out, tolerances: {min_top1_agreement: 2}}"),
             "x.yaml:1:71: min_top1_agreement must be between 0 and 1, got 2");
+}
+
+// Issue 35: the task section is read by the experiment's reader (core/yaml_reader.h), so
+// its mappings and values are refused in the experiment's words, saying what they got.
+TEST(TaskSpec, MappingsAndValuesAreRefusedInTheExperimentsWords) {
+  EXPECT_EQ(error_of("[kind, outputs]"), "x.yaml:1:1: task must be a mapping of keys to values, got a list");
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, [a]: 1}"), "x.yaml:1:38: keys of task must be plain words");
+  EXPECT_EQ(error_of("{kind: [classification], outputs: out}"),
+            "x.yaml:1:8: task kind must be a single value, got a list");
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, top_k: [5]}"),
+            "x.yaml:1:45: top_k must be a single value, got a list");
+  EXPECT_EQ(error_of("{kind: detection, outputs: [a, b], apply_nms: maybe}"),
+            "x.yaml:1:47: apply_nms must be true or false, got 'maybe'");
+  EXPECT_EQ(error_of("{kind: classification, outputs: out, tolerances: 1}"),
+            "x.yaml:1:50: task tolerances must be a mapping of keys to values, got '1'");
 }
 
 TEST(TaskSpec, LabelsFileLines) {

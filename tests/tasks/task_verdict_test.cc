@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/yaml_reader.h"
 
 namespace driftgate {
 namespace {
 
-TaskSpec spec(const std::string& yaml) { return parse_task(YAML::Load(yaml), "x.yaml", "."); }
+TaskSpec spec(const std::string& yaml) { return parse_task(YamlReader("x.yaml"), YAML::Load(yaml), "."); }
 
 TEST(TaskVerdict, ClassificationFlipFailsTheTaskWithItsMargin) {
   TaskSpec task = spec("{kind: classification, outputs: out, top_k: 2}");
