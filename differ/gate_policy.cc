@@ -9,104 +9,62 @@
 #include "core/file_util.h"
 #include "core/input_file.h"
 #include "core/suggest.h"
-#include "core/yaml_check.h"
+#include "core/yaml_reader.h"
 
 namespace driftgate {
 
 namespace {
 
-// Reads the policy document with positions, so every error can say file:line:col.
-class PolicyReader {
- public:
-  explicit PolicyReader(std::string name) : m_name(std::move(name)) {}
+// "policy.yaml:4": where a value came from, as reports show it.
+std::string origin(const YamlReader& reader, const YAML::Node& node) {
+  return reader.path() + ":" + std::to_string(node.Mark().line + 1);
+}
 
-  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
-    if (mark.is_null()) {
-      throw Error(m_name + ": " + message);
-    }
-    throw Error(m_name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " + message);
+// The non-empty text under `key` of the map `map`.
+std::string text(const YamlReader& reader, const YAML::Node& map, const char* key, const std::string& what) {
+  YAML::Node node = reader.required(map, key, what);
+  if (!node.IsScalar() || node.Scalar().empty()) {
+    reader.fail(node.Mark(), std::string("'") + key + "' of " + what + " must be a non-empty text");
   }
+  return node.Scalar();
+}
 
-  // "policy.yaml:4": where a value came from, as reports show it.
-  std::string origin(const YAML::Node& node) const { return m_name + ":" + std::to_string(node.Mark().line + 1); }
-
-  // Checks that `node` is a mapping whose keys are all in `allowed`, each once.
-  void require_keys(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) const {
-    if (!node.IsMap()) {
-      fail(node.Mark(), what + " must be a mapping of keys to values");
-    }
-    std::set<std::string> seen;
-    for (const auto& pair : node) {
-      std::string key = pair.first.IsScalar() ? pair.first.Scalar() : "";
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::string known;
-        for (const auto& name : allowed) {
-          known += (known.empty() ? "" : ", ") + name;
-        }
-        fail(pair.first.Mark(),
-             "unknown key '" + key + "' in " + what + did_you_mean(key, allowed) + " (known: " + known + ")");
-      }
-      if (!seen.insert(key).second) {
-        fail(pair.first.Mark(), "duplicate key '" + key + "' in " + what);
-      }
-    }
+GateClasses classes(const YamlReader& reader, const YAML::Node& node, const std::string& what) {
+  if (!node.IsSequence()) {
+    reader.fail(node.Mark(), what + " must be a list of diff classes, e.g. [regressed, crashed, missing]");
   }
-
-  std::string scalar(const YAML::Node& map, const char* key, const std::string& what) const {
-    YAML::Node node = map[key];
-    if (!node) {
-      fail(map.Mark(), what + " needs the key '" + key + "'");
-    }
-    if (!node.IsScalar() || node.Scalar().empty()) {
-      fail(node.Mark(), std::string("'") + key + "' of " + what + " must be a non-empty text");
-    }
-    return node.Scalar();
+  std::vector<std::string> names;
+  for (DiffClass diff_class : all_diff_classes()) {
+    names.push_back(to_string(diff_class));
   }
-
-  GateClasses classes(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsSequence()) {
-      fail(node.Mark(), what + " must be a list of diff classes, e.g. [regressed, crashed, missing]");
+  GateClasses gate;
+  gate.origin = origin(reader, node);
+  for (const auto& item : node) {
+    std::string name = item.IsScalar() ? item.Scalar() : "";
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      reader.fail(item.Mark(), "unknown diff class '" + name + "' in " + what + did_you_mean(name, names) +
+                                   " (one of: " + YamlReader::join(names) + ")");
     }
-    std::vector<std::string> names;
-    for (DiffClass diff_class : all_diff_classes()) {
-      names.push_back(to_string(diff_class));
+    if (name == to_string(DiffClass::k_unchanged)) {
+      reader.fail(item.Mark(), "'unchanged' cannot be gated in " + what +
+                                   ": it is the class of checks whose result did not change; to fail on changes "
+                                   "that still pass, gate drift_grew or task_changed");
     }
-    GateClasses gate;
-    gate.origin = origin(node);
-    for (const auto& item : node) {
-      std::string name = item.IsScalar() ? item.Scalar() : "";
-      auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end()) {
-        std::string known;
-        for (const auto& known_name : names) {
-          known += (known.empty() ? "" : ", ") + known_name;
-        }
-        fail(item.Mark(),
-             "unknown diff class '" + name + "' in " + what + did_you_mean(name, names) + " (one of: " + known + ")");
-      }
-      if (name == to_string(DiffClass::k_unchanged)) {
-        fail(item.Mark(), "'unchanged' cannot be gated in " + what +
-                              ": it is the class of checks whose result did not change; to fail on changes that "
-                              "still pass, gate drift_grew or task_changed");
-      }
-      gate.classes.insert(all_diff_classes()[static_cast<size_t>(it - names.begin())]);
-    }
-    return gate;
+    gate.classes.insert(all_diff_classes()[static_cast<size_t>(it - names.begin())]);
   }
+  return gate;
+}
 
- private:
-  std::string m_name;
-};
-
-AllowEntry parse_allow_entry(const PolicyReader& reader, const YAML::Node& node, const std::string& today) {
+AllowEntry parse_allow_entry(const YamlReader& reader, const YAML::Node& node, const std::string& today) {
   const std::string what = "an allowlist entry";
-  reader.require_keys(node, what, {"check", "owner", "reason", "expires"});
+  reader.expect_map(node, what, {"check", "owner", "reason", "expires"});
   AllowEntry entry;
-  entry.check_glob = reader.scalar(node, "check", what);
-  entry.owner = reader.scalar(node, "owner", what);
-  entry.reason = reader.scalar(node, "reason", what);
-  entry.expires = reader.scalar(node, "expires", what);
-  entry.origin = reader.origin(node);
+  entry.check_glob = text(reader, node, "check", what);
+  entry.owner = text(reader, node, "owner", what);
+  entry.reason = text(reader, node, "reason", what);
+  entry.expires = text(reader, node, "expires", what);
+  entry.origin = origin(reader, node);
   if (!is_iso_date(entry.expires)) {
     reader.fail(node["expires"].Mark(),
                 "expires '" + entry.expires + "' must be a date YYYY-MM-DD (the last day the entry applies)");
@@ -225,23 +183,17 @@ GatePolicy parse_gate_policy(const std::string& text, const std::string& name, c
   if (!is_iso_date(today)) {
     throw Error("today '" + today + "' must be a date YYYY-MM-DD");
   }
-  PolicyReader reader(name);
-  check_yaml(text, name);  // NUL bytes, tabs, deep nesting, unknown tags
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    reader.fail(e.mark, "not valid YAML: " + e.msg);
-  }
+  const YamlReader reader(name);
+  const YAML::Node root = reader.load(text);
   GatePolicy policy;
   policy.source = name;
   policy.today = today;
   if (root.IsNull()) {
     return policy;  // an empty file: the defaults
   }
-  reader.require_keys(root, "the gate policy", {"gate", "experiments", "allow"});
+  reader.expect_map(root, "the gate policy", {"gate", "experiments", "allow"});
   if (root["gate"]) {
-    GateClasses gate = reader.classes(root["gate"], "gate");
+    GateClasses gate = classes(reader, root["gate"], "gate");
     policy.gated = gate.classes;
     policy.gated_origin = gate.origin;
   }
@@ -252,11 +204,9 @@ GatePolicy parse_gate_policy(const std::string& text, const std::string& name, c
     for (const auto& pair : experiments) {
       std::string experiment = pair.first.Scalar();
       std::string what = "experiment '" + experiment + "'";
-      reader.require_keys(pair.second, what, {"gate"});
-      if (!pair.second["gate"]) {
-        reader.fail(pair.second.Mark(), what + " needs the key 'gate'");
-      }
-      policy.experiments.push_back({experiment, reader.classes(pair.second["gate"], what + " gate")});
+      reader.expect_map(pair.second, what, {"gate"});
+      policy.experiments.push_back(
+          {experiment, classes(reader, reader.required(pair.second, "gate", what), what + " gate")});
     }
   }
   if (YAML::Node allow = root["allow"]) {

@@ -179,9 +179,10 @@ TEST_F(CmdDiffTest, APolicyAllowlistsAndEveryFormatIsWritten) {
 TEST_F(CmdDiffTest, ABadPolicyIsAnErrorAndNothingIsWritten) {
   std::string run = write_run_file(make_run(f1, make_environment(), {make_check("x", CheckStatus::k_pass)}));
   write_file_atomic(dir / "gate.yaml", "gate: [regressed]\nalow: []\n");
-  EXPECT_EQ(error_of({run, "--policy", dir / "gate.yaml", "--report", dir / "report.json"}),
-            (dir / "gate.yaml") +
-                ":2:1: unknown key 'alow' in the gate policy; did you mean 'allow'? (known: gate, experiments, allow)");
+  EXPECT_EQ(
+      error_of({run, "--policy", dir / "gate.yaml", "--report", dir / "report.json"}),
+      (dir / "gate.yaml") +
+          ":2:1: unknown key 'alow' in the gate policy; did you mean 'allow'? (allowed: gate, experiments, allow)");
   EXPECT_FALSE(std::filesystem::exists(dir / "report.json"));
   EXPECT_EQ(error_of({run, "--format", "txt"}),
             "driftgate diff: --format 'txt'; did you mean 'text'?: one of auto, text, markdown");

@@ -77,24 +77,29 @@ TEST(GatePolicy, AnEntryAppliesThroughItsExpiryDay) {
 
 TEST(GatePolicy, UnknownKeysAndClassesArePositionedErrorsWithSuggestions) {
   EXPECT_EQ(error_of("gate: [regressed]\ngates: [missing]\n"),
-            "policy.yaml:2:1: unknown key 'gates' in the gate policy; did you mean 'gate'? (known: gate, "
+            "policy.yaml:2:1: unknown key 'gates' in the gate policy; did you mean 'gate'? (allowed: gate, "
             "experiments, allow)");
   EXPECT_EQ(error_of("gate: [regresed, crashed]\n"),
             "policy.yaml:1:8: unknown diff class 'regresed' in gate; did you mean 'regressed'? (one of: regressed, "
             "crashed, missing, failure_grew, new_failure, drift_grew, task_changed, new, fixed, unchanged)");
   EXPECT_EQ(error_of("allow:\n  - check: x\n    ownr: a\n"),
-            "policy.yaml:3:5: unknown key 'ownr' in an allowlist entry; did you mean 'owner'? (known: check, owner, "
+            "policy.yaml:3:5: unknown key 'ownr' in an allowlist entry; did you mean 'owner'? (allowed: check, owner, "
             "reason, expires)");
   EXPECT_EQ(error_of("allow:\n  - {check: x, owner: a, reason: r}\n"),
             "policy.yaml:2:5: an allowlist entry needs the key 'expires'");
   EXPECT_EQ(error_of("allow:\n  - {check: x, owner: a, reason: r, expires: 2026-02-30}\n"),
             "policy.yaml:2:46: expires '2026-02-30' must be a date YYYY-MM-DD (the last day the entry applies)");
   EXPECT_EQ(error_of("experiments:\n  e: {gate: [new], gated: [x]}\n"),
-            "policy.yaml:2:20: unknown key 'gated' in experiment 'e'; did you mean 'gate'? (known: gate)");
+            "policy.yaml:2:20: unknown key 'gated' in experiment 'e'; did you mean 'gate'? (allowed: gate)");
   EXPECT_EQ(error_of("gate: regressed\n"),
             "policy.yaml:1:7: gate must be a list of diff classes, e.g. [regressed, crashed, missing]");
   EXPECT_EQ(error_of("gate: [regressed\n").substr(0, 17), "policy.yaml:2:1: ");
   EXPECT_EQ(error_of("gate: [regressed]\ngate: [new]\n"), "policy.yaml:2:1: duplicate key 'gate' in the gate policy");
+  // Issue 35: read by the experiment's reader (core/yaml_reader.h), in its words.
+  EXPECT_EQ(error_of("- gate\n"), "policy.yaml:1:1: the gate policy must be a mapping of keys to values, got a list");
+  EXPECT_EQ(error_of("[gate]: [new]\n"), "policy.yaml:1:1: keys of the gate policy must be plain words");
+  EXPECT_EQ(error_of("experiments:\n  e: [gate]\n"),
+            "policy.yaml:2:6: experiment 'e' must be a mapping of keys to values, got a list");
 }
 
 TEST(GatePolicy, DecisionsFollowOverridesAndTheLiveAllowlist) {
