@@ -18,7 +18,13 @@
 #include "core/record.h"
 #include "core/task_spec.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace driftgate {
+
+class YamlReader;
 
 // Where a value came from, for messages: "configs/x.yaml:12:7".
 struct SourceLocation {
@@ -154,7 +160,8 @@ struct Experiment {
   std::string tolerance_origin = "default";  // "configs/x.yaml:12:3" or "default"
   // `tolerances:` in file order. A check takes, value by value, the experiment's
   // tolerance, then the matching entries from the least to the most specific (target
-  // over output over dtype; equally specific ones in file order): resolve_tolerance.
+  // over output over dtype; equally specific ones in file order): resolve_tolerance
+  // (core/tolerance.h, which also reads `tolerance:` and `tolerances:`).
   std::vector<ToleranceOverride> tolerance_overrides;
   // Run the float64 oracle (a separately loaded float64 CPU instance) on every
   // input, so each check records both sides' error against it. The oracle rule needs it.
@@ -176,26 +183,15 @@ struct Experiment {
   std::optional<TaskSpec> task;
 };
 
-// The tolerance a check of `target` against the experiment's reference is configured
-// with before any output is seen: resolve_tolerance with the two backends' dtypes and
-// no output (entries that select an output do not apply). A compared check records the
-// tolerance of its output and of the dtypes its outputs really had.
-Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target);
-
-// The tolerance one check is judged with, each value with its origin (Tolerance::origin):
-// the experiment's `tolerance:` (or assert_close's defaults for the two observed dtypes
-// when it sets no atol/rtol), then the `tolerances:` entries that match `target`,
-// `output` (empty: no output, entries with an output glob do not apply) and the
-// target's dtype, least specific first; the oracle rule's k defaults
-// to oracle_multiplier(observed target dtype). k is 0 unless the rule is oracle.
-Tolerance resolve_tolerance(const Experiment& experiment, const BackendSpec& target, const std::string& output,
-                            const std::string& observed_reference_dtype, const std::string& observed_target_dtype);
-
 // Loads and validates one experiment. Throws driftgate::Error with
 // "<path>:<line>:<col>: <message>" on any problem.
 Experiment load_experiment(const std::string& path);
 
 // Same from text; `path` is used for messages and to resolve relative paths.
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path);
+
+// A dtype's name at `node` (float32, float64, bfloat16, float16), with the reader's
+// did-you-mean; for the readers of an experiment's sections (core/tolerance.h).
+DType read_dtype(const YamlReader& reader, const YAML::Node& node);
 
 }  // namespace driftgate

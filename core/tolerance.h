@@ -1,5 +1,7 @@
 // Tolerance: how a target's output is judged against the reference's, and with which
-// values: the types and PyTorch's conventions.
+// values. The types, PyTorch's conventions, the YAML that sets them (an experiment's
+// `tolerance:` and `tolerances:`) and the resolution of one check's values, in one place;
+// how a record writes one is core/check_line.h's (append_tolerance_json).
 //
 // It exists because "the tolerance" is not one number: torch.testing.assert_close
 // picks (rtol, atol) per dtype when none are given (torch/testing/_comparison.py,
@@ -15,7 +17,15 @@
 #include <string>
 #include <vector>
 
+namespace YAML {
+class Node;
+}
+
 namespace driftgate {
+
+struct BackendSpec;
+struct Experiment;
+class YamlReader;
 
 // How a target's output is judged against the reference's (YAML `tolerance: {rule: ...}`).
 enum class ToleranceRule {
@@ -73,5 +83,30 @@ double oracle_multiplier(const std::string& target_dtype);
 // A target whose error against the oracle is this many times the reference's is
 // flagged by the oracle rule even when atol/10 would absorb it.
 inline constexpr double k_oracle_flag_ratio = 10.0;
+
+// ---- an experiment's tolerances (core/experiment.h) ----
+
+// Reads `tolerance: {rule, atol, rtol, k}` into the experiment (its tolerance, origin and
+// tolerance_per_dtype: without atol/rtol each check uses its dtypes' defaults).
+void parse_tolerance(const YamlReader& reader, const YAML::Node& tolerance, Experiment& experiment);
+// Reads `tolerances: [{target, output, dtype, rule, atol, rtol, k}, ...]`: each entry
+// selects checks (at least one of target, output, dtype) of the experiment's targets,
+// which are read before, and sets some values for them.
+void parse_tolerance_overrides(const YamlReader& reader, const YAML::Node& list, Experiment& experiment);
+
+// The tolerance a check of `target` against the experiment's reference is configured
+// with before any output is seen: resolve_tolerance with the two backends' dtypes and
+// no output (entries that select an output do not apply). A compared check records the
+// tolerance of its output and of the dtypes its outputs really had.
+Tolerance configured_tolerance(const Experiment& experiment, const BackendSpec& target);
+
+// The tolerance one check is judged with, each value with its origin (Tolerance::origin):
+// the experiment's `tolerance:` (or assert_close's defaults for the two observed dtypes
+// when it sets no atol/rtol), then the `tolerances:` entries that match `target`,
+// `output` (empty: no output, entries with an output glob do not apply) and the
+// target's dtype, least specific first; the oracle rule's k defaults
+// to oracle_multiplier(observed target dtype). k is 0 unless the rule is oracle.
+Tolerance resolve_tolerance(const Experiment& experiment, const BackendSpec& target, const std::string& output,
+                            const std::string& observed_reference_dtype, const std::string& observed_target_dtype);
 
 }  // namespace driftgate
