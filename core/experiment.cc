@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/input_file.h"
-#include "core/npy_file.h"
+#include "core/input_spec.h"
 #include "core/safe_text.h"
 #include "core/suggest.h"
 #include "core/tolerance.h"
@@ -42,159 +42,16 @@ constexpr EnumName<OnnxOptimization> k_onnx_levels[] = {{OnnxOptimization::k_dis
                                                         {OnnxOptimization::k_basic, "basic"},
                                                         {OnnxOptimization::k_extended, "extended"},
                                                         {OnnxOptimization::k_all, "all"}};
-constexpr EnumName<Distribution> k_distributions[] = {{Distribution::k_normal, "normal"},
-                                                      {Distribution::k_uniform, "uniform"}};
 
 const std::vector<std::string> k_experiment_keys = {
     "name",    "model",  "inputs",    "reference",   "targets", "backends", "tolerance",    "tolerances",
     "repeats", "oracle", "timeout_s", "activations", "task",    "latency",  "aoti_package", "onnx_model"};
-const std::vector<std::string> k_input_keys = {"name", "image", "resize", "mean", "std", "random", "tensor", "shape"};
 const std::vector<std::string> k_latency_keys = {"warmup", "runs"};
-const std::vector<std::string> k_random_keys = {"shape", "seed", "distribution"};
 const std::vector<std::string> k_backend_keys = {"base",          "device",          "dtype",
                                                  "memory_format", "onednn",          "threads",
                                                  "graph",         "autocast",        "optimize_numerics",
                                                  "tf32",          "float32_modules", "provider",
                                                  "optimization",  "description"};
-
-// One value per RGB channel.
-std::array<double, 3> rgb_triple(const YamlReader& reader, const YAML::Node& node, const std::string& what) {
-  reader.sequence(node, what, 1);
-  if (node.size() != 3) {
-    reader.fail(node.Mark(),
-                what + " must have exactly 3 values (one per RGB channel), got " + std::to_string(node.size()));
-  }
-  return {reader.number(node[0], what), reader.number(node[1], what), reader.number(node[2], what)};
-}
-
-void require_file(const YamlReader& reader, const YAML::Node& node, const std::string& what,
-                  const std::string& resolved, const std::string& hint) {
-  // The path is written into the run file (JSON: UTF-8 only) and shown in reports.
-  if (std::string found = first_invisible(resolved); !found.empty()) {
-    reader.fail(node.Mark(), what + " '" + escape_invisible(node.Scalar()) + "': the path holds " + found +
-                                 "; run files and reports hold paths as UTF-8 text, so rename the file");
-  }
-  std::error_code ec;
-  if (std::filesystem::is_directory(resolved, ec)) {
-    reader.fail(node.Mark(), what + " '" + node.Scalar() + "' is a directory (" + resolved + "), not a file" + hint);
-  }
-  // A FIFO (reading it waits for a writer), a device (/dev/zero never ends) or a socket is
-  // there, so "not found" would mislead: name what it is, in the words InputFile's refusals use.
-  if (std::string type = non_regular_file_type(resolved); !type.empty()) {
-    const bool vowel = std::string("aeiou").find(what[0]) != std::string::npos;
-    const std::string also = resolved == node.Scalar() ? "" : " (" + resolved + ")";
-    reader.fail(node.Mark(), what + " '" + node.Scalar() + "'" + also + " is " + type +
-                                 ", not a regular file; driftgate reads " + (vowel ? "an " : "a ") + what +
-                                 " only from a regular file: give the path of one (relative to the config "
-                                 "file)");
-  }
-  if (!std::filesystem::is_regular_file(resolved, ec)) {
-    reader.fail(node.Mark(), what + " '" + node.Scalar() + "' not found (looked for " + resolved + ")" + hint);
-  }
-}
-
-InputSpec parse_input(const YamlReader& reader, const YAML::Node& node, const std::string& base_dir) {
-  reader.expect_map(node, "an input", k_input_keys);
-  InputSpec input;
-  input.name = reader.name(reader.required(node, "name", "an input"), "input name");
-  const int kinds = static_cast<int>(static_cast<bool>(node["image"])) +
-                    static_cast<int>(static_cast<bool>(node["random"])) +
-                    static_cast<int>(static_cast<bool>(node["tensor"]));
-  if (kinds != 1) {
-    reader.fail(node.Mark(), "input '" + input.name +
-                                 "' needs exactly one of 'image' (a file), 'random' (a seeded tensor) or 'tensor' "
-                                 "(a NumPy .npy file)");
-  }
-  if (node["shape"] && !node["tensor"]) {
-    reader.fail(node["shape"].Mark(),
-                "'shape' applies to tensor inputs only (a random input's shape goes under 'random')");
-  }
-  if (node["tensor"]) {
-    for (const char* key : {"resize", "mean", "std"}) {
-      if (node[key]) {
-        reader.fail(node[key].Mark(), std::string("'") + key + "' applies to image inputs only");
-      }
-    }
-    input.kind = InputSpec::Kind::k_tensor;
-    const YAML::Node tensor = node["tensor"];
-    input.tensor.path = resolve_path(base_dir, reader.scalar(tensor, "tensor"));
-    require_file(reader, tensor, "tensor file", input.tensor.path, "");
-    try {
-      input.tensor.shape = read_npy_header(input.tensor.path).shape;
-    } catch (const Error& e) {
-      reader.fail(tensor.Mark(), e.what());
-    }
-    if (const YAML::Node shape = node["shape"]) {
-      reader.sequence(shape, "shape", 1);
-      std::vector<int64_t> expected;
-      for (const auto& dim : shape) {
-        expected.push_back(reader.integer(dim, "a shape dimension", 1, 1 << 20));
-      }
-      if (expected != input.tensor.shape) {
-        reader.fail(shape.Mark(), "tensor file '" + tensor.Scalar() + "' has shape " + shape_text(input.tensor.shape) +
-                                      ", the config expects " + shape_text(expected) +
-                                      "; save the array the model takes or fix 'shape'");
-      }
-    }
-    return input;
-  }
-  if (node["random"]) {
-    for (const char* key : {"resize", "mean", "std"}) {
-      if (node[key]) {
-        reader.fail(node[key].Mark(), std::string("'") + key + "' applies to image inputs only");
-      }
-    }
-    const YAML::Node random = node["random"];
-    reader.expect_map(random, "random input '" + input.name + "'", k_random_keys);
-    input.kind = InputSpec::Kind::k_random;
-    const YAML::Node shape = reader.sequence(reader.required(random, "shape", "a random input"), "shape", 1);
-    int64_t numel = 1;
-    for (const auto& dim : shape) {
-      int64_t size = reader.integer(dim, "a shape dimension", 1, 1 << 20);
-      numel *= size;
-      if (numel > (int64_t{1} << 28)) {
-        reader.fail(shape.Mark(), "shape has more than 2^28 elements; use a smaller input");
-      }
-      input.random.shape.push_back(size);
-    }
-    if (random["seed"]) {
-      input.random.seed =
-          static_cast<uint64_t>(reader.integer(random["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
-    }
-    if (random["distribution"]) {
-      input.random.distribution = reader.choice(random["distribution"], "distribution", k_distributions);
-    }
-    return input;
-  }
-  input.kind = InputSpec::Kind::k_image;
-  const YAML::Node image = node["image"];
-  input.image.path = resolve_path(base_dir, reader.scalar(image, "image"));
-  require_file(reader, image, "image", input.image.path, "");
-  if (const YAML::Node resize = node["resize"]) {
-    if (resize.IsScalar()) {
-      input.image.height = input.image.width = static_cast<int>(reader.integer(resize, "resize", 1, 8192));
-    } else {
-      reader.sequence(resize, "resize", 2);
-      if (resize.size() != 2) {
-        reader.fail(resize.Mark(), "resize must be one size or [height, width]");
-      }
-      input.image.height = static_cast<int>(reader.integer(resize[0], "resize height", 1, 8192));
-      input.image.width = static_cast<int>(reader.integer(resize[1], "resize width", 1, 8192));
-    }
-  }
-  if (node["mean"]) {
-    input.image.mean = rgb_triple(reader, node["mean"], "mean");
-  }
-  if (node["std"]) {
-    input.image.std = rgb_triple(reader, node["std"], "std");
-    for (double value : input.image.std) {
-      if (value <= 0.0) {
-        reader.fail(node["std"].Mark(), "std values must be positive");
-      }
-    }
-  }
-  return input;
-}
 
 // `float32_modules:` a list of module paths as named_modules() spells them ("classifier.3",
 // "layer4.1.conv2"): dot-separated names of letters, digits and '_'. Whether the model has
@@ -455,7 +312,7 @@ Experiment parse_document(const YamlReader& reader, const YAML::Node& root) {
 
   const YAML::Node model = reader.required(root, "model", "the experiment");
   experiment.model_path = resolve_path(base_dir, reader.scalar(model, "model"));
-  require_file(reader, model, "model file", experiment.model_path, missing_model_hint(experiment.model_path));
+  reader.require_file(model, "model file", experiment.model_path, missing_model_hint(experiment.model_path));
 
   if (const YAML::Node package = root["aoti_package"]) {
     experiment.aoti_package_path = resolve_path(base_dir, reader.scalar(package, "aoti_package"));

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_spec.h"
 #include "core/record.h"
 #include "core/task_spec.h"
 
@@ -103,38 +104,6 @@ const std::vector<BackendSpec>& builtin_backends();
 
 // The float64 oracle: a CPU float64 instance of its own, loaded like any backend.
 BackendSpec oracle_backend();
-
-struct ImageInput {
-  std::string path;  // resolved relative to the config file's directory
-  int width = 0;     // resize target (bilinear); 0 keeps the file's size
-  int height = 0;
-  std::array<double, 3> mean{0.0, 0.0, 0.0};  // applied after scaling pixels to [0, 1]
-  std::array<double, 3> std{1.0, 1.0, 1.0};
-};
-
-enum class Distribution { k_normal, k_uniform };
-
-struct RandomInput {
-  std::vector<int64_t> shape;
-  uint64_t seed = 0;
-  Distribution distribution = Distribution::k_normal;
-};
-
-// A saved tensor: a NumPy .npy file of float32 in C order (core/npy_file.h), fed as it is.
-struct TensorInput {
-  std::string path;            // resolved relative to the config file's directory
-  std::vector<int64_t> shape;  // the file's, read and checked when the config is loaded
-};
-
-// One sample fed to forward() as its single argument, batch dimension included.
-struct InputSpec {
-  enum class Kind { k_image, k_random, k_tensor };
-  std::string name;
-  Kind kind = Kind::k_random;
-  ImageInput image;
-  RandomInput random;
-  TensorInput tensor;
-};
 
 struct Experiment {
   std::string name;

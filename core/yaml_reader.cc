@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/safe_text.h"
 #include "core/suggest.h"
 #include "core/yaml_check.h"
 
@@ -198,6 +201,32 @@ std::vector<std::string> YamlReader::strings(const YAML::Node& node, const std::
     values.push_back(scalar(item, what));
   }
   return values;
+}
+
+void YamlReader::require_file(const YAML::Node& node, const std::string& what, const std::string& resolved,
+                              const std::string& hint) const {
+  // The path is written into the run file (JSON: UTF-8 only) and shown in reports.
+  if (std::string found = first_invisible(resolved); !found.empty()) {
+    fail(node.Mark(), what + " '" + escape_invisible(node.Scalar()) + "': the path holds " + found +
+                          "; run files and reports hold paths as UTF-8 text, so rename the file");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(resolved, ec)) {
+    fail(node.Mark(), what + " '" + node.Scalar() + "' is a directory (" + resolved + "), not a file" + hint);
+  }
+  // A FIFO (reading it waits for a writer), a device (/dev/zero never ends) or a socket is
+  // there, so "not found" would mislead: name what it is, in the words InputFile's refusals use.
+  if (std::string type = non_regular_file_type(resolved); !type.empty()) {
+    const bool vowel = std::string("aeiou").find(what[0]) != std::string::npos;
+    const std::string also = resolved == node.Scalar() ? "" : " (" + resolved + ")";
+    fail(node.Mark(), what + " '" + node.Scalar() + "'" + also + " is " + type +
+                          ", not a regular file; driftgate reads " + (vowel ? "an " : "a ") + what +
+                          " only from a regular file: give the path of one (relative to the config "
+                          "file)");
+  }
+  if (!std::filesystem::is_regular_file(resolved, ec)) {
+    fail(node.Mark(), what + " '" + node.Scalar() + "' not found (looked for " + resolved + ")" + hint);
+  }
 }
 
 std::string YamlReader::join(const std::vector<std::string>& items) {

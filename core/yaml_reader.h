@@ -91,6 +91,11 @@ class YamlReader {
   const YAML::Node& sequence(const YAML::Node& node, const std::string& what, size_t min_size) const;
   // One value or a non-empty list of values.
   std::vector<std::string> strings(const YAML::Node& node, const std::string& what) const;
+  // `resolved`, the path the value at `node` names, is a regular file whose path run files
+  // can hold (UTF-8, no invisible character); else "<what> '<value>' not found (looked for
+  // ...)<hint>", "... is a directory", "... is a FIFO (named pipe), not a regular file; ...".
+  void require_file(const YAML::Node& node, const std::string& what, const std::string& resolved,
+                    const std::string& hint) const;
 
   // "a, b, c": the lists messages show.
   static std::string join(const std::vector<std::string>& items);
