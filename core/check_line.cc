@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/check_line_fast.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/safe_text.h"
 #include "core/strict_json.h"
@@ -16,12 +17,7 @@ namespace {
 
 using Json = OrderedJson;
 
-struct StatusName {
-  CheckStatus status;
-  const char* name;
-};
-
-constexpr StatusName k_status_names[] = {
+constexpr EnumName<CheckStatus> k_status_names[] = {
     {CheckStatus::k_pass, "pass"},
     {CheckStatus::k_fail_numeric, "fail_numeric"},
     {CheckStatus::k_fail_shape, "fail_shape"},
@@ -310,22 +306,22 @@ std::vector<BackendMessage> messages_from_json(const Json& messages) {
   return read;
 }
 
-}  // namespace
-
-const char* to_string(CheckStatus status) {
-  for (const auto& entry : k_status_names) {
-    if (entry.status == status) {
-      return entry.name;
-    }
+// The member `name` read by `read`, or nothing when the object has none.
+template <typename Read>
+auto optional_member(const JsonFields& fields, const char* name, Read read) -> std::optional<decltype(read(Json()))> {
+  if (!fields.has(name)) {
+    return std::nullopt;
   }
-  return "unknown";
+  return read(fields.get(name));
 }
 
+}  // namespace
+
+const char* to_string(CheckStatus status) { return enum_name(k_status_names, status); }
+
 CheckStatus parse_check_status(const std::string& name) {
-  for (const auto& entry : k_status_names) {
-    if (name == entry.name) {
-      return entry.status;
-    }
+  if (std::optional<CheckStatus> status = enum_value(k_status_names, name)) {
+    return *status;
   }
   throw Error("unknown check status '" + name + "'");
 }
@@ -338,13 +334,7 @@ bool is_crash(CheckStatus status) {
 }
 
 const std::vector<CheckStatus>& all_check_statuses() {
-  static const std::vector<CheckStatus> statuses = [] {
-    std::vector<CheckStatus> all;
-    for (const auto& entry : k_status_names) {
-      all.push_back(entry.status);
-    }
-    return all;
-  }();
+  static const std::vector<CheckStatus> statuses = enum_values(k_status_names);
   return statuses;
 }
 
@@ -443,27 +433,13 @@ CheckRecord check_from_json(const Json& json) {
   check.status = parse_check_status(fields.text("status"));
   check.message = fields.text("message");
   check.tolerance = tolerance_from_json(fields.get("tolerance"));
-  if (fields.has("observed_reference")) {
-    check.observed_reference = observed_from_json(json["observed_reference"]);
-  }
-  if (fields.has("observed_target")) {
-    check.observed_target = observed_from_json(json["observed_target"]);
-  }
-  if (fields.has("stats")) {
-    check.stats = stats_from_json(json["stats"]);
-  }
-  if (fields.has("localization")) {
-    check.localization = localization_from_json(json["localization"]);
-  }
-  if (fields.has("task")) {
-    check.task = task_result_from_json(json["task"]);
-  }
-  if (fields.has("mitigation")) {
-    check.mitigation = mitigation_from_json(json["mitigation"]);
-  }
-  if (fields.has("messages")) {
-    check.messages = messages_from_json(json["messages"]);
-  }
+  check.observed_reference = optional_member(fields, "observed_reference", observed_from_json);
+  check.observed_target = optional_member(fields, "observed_target", observed_from_json);
+  check.stats = optional_member(fields, "stats", stats_from_json);
+  check.localization = optional_member(fields, "localization", localization_from_json);
+  check.task = optional_member(fields, "task", task_result_from_json);
+  check.mitigation = optional_member(fields, "mitigation", mitigation_from_json);
+  check.messages = optional_member(fields, "messages", messages_from_json).value_or(std::vector<BackendMessage>{});
   const Json& timings = fields.get("timings_ms");
   check.reference_ms = JsonFields(timings).number("reference");
   check.target_ms = JsonFields(timings).number("target");

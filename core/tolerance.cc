@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/experiment.h"
 #include "core/suggest.h"
@@ -15,7 +16,7 @@
 namespace driftgate {
 namespace {
 
-constexpr std::pair<ToleranceRule, const char*> k_rule_names[] = {
+constexpr EnumName<ToleranceRule> k_rule_names[] = {
     {ToleranceRule::k_assert_close, "assert_close"},
     {ToleranceRule::k_polygraphy, "polygraphy"},
     {ToleranceRule::k_normwise, "normwise"},
@@ -45,32 +46,17 @@ DtypePrecision precision_of(const std::string& dtype) {
 
 }  // namespace
 
-const char* to_string(ToleranceRule rule) {
-  for (const auto& [value, name] : k_rule_names) {
-    if (value == rule) {
-      return name;
-    }
-  }
-  return "unknown";
-}
+const char* to_string(ToleranceRule rule) { return enum_name(k_rule_names, rule); }
 
 ToleranceRule parse_tolerance_rule(const std::string& name) {
-  for (const auto& [value, rule_name] : k_rule_names) {
-    if (name == rule_name) {
-      return value;
-    }
+  if (std::optional<ToleranceRule> rule = enum_value(k_rule_names, name)) {
+    return *rule;
   }
   throw Error("unknown tolerance rule '" + name + "'");
 }
 
 const std::vector<std::string>& tolerance_rule_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& entry : k_rule_names) {
-      all.push_back(entry.second);
-    }
-    return all;
-  }();
+  static const std::vector<std::string> names = enum_names(k_rule_names);
   return names;
 }
 

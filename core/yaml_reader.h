@@ -19,25 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace driftgate {
-
-// A name an enum value is written as in YAML (and in records).
-template <typename Enum>
-struct EnumName {
-  Enum value;
-  const char* name;
-};
-
-// The name of `value` in `table`; "unknown" when it has none.
-template <typename Enum, size_t N>
-const char* enum_name(const EnumName<Enum> (&table)[N], Enum value) {
-  for (const auto& entry : table) {
-    if (entry.value == value) {
-      return entry.name;
-    }
-  }
-  return "unknown";
-}
 
 class YamlReader {
  public:
@@ -78,14 +62,10 @@ class YamlReader {
   bool boolean(const YAML::Node& node, const std::string& what) const;
   // One of `names`, as its index: "unknown <what> 'x'; did you mean 'y'? (one of: ...)".
   size_t choice(const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) const;
-  // The same over an EnumName table.
+  // The same over an enum's names (core/enum_names.h).
   template <typename Enum, size_t N>
   Enum choice(const YAML::Node& node, const std::string& what, const EnumName<Enum> (&table)[N]) const {
-    std::vector<std::string> names;
-    for (const auto& entry : table) {
-      names.push_back(entry.name);
-    }
-    return table[choice(node, what, names)].value;
+    return table[choice(node, what, enum_names(table))].value;
   }
   // A list of at least `min_size` entries.
   const YAML::Node& sequence(const YAML::Node& node, const std::string& what, size_t min_size) const;

@@ -8,18 +8,14 @@
 #include <string_view>
 #include <tuple>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace driftgate {
 
 namespace {
 
-struct ClassName {
-  DiffClass diff_class;
-  const char* name;
-};
-
-constexpr ClassName k_class_names[] = {
+constexpr EnumName<DiffClass> k_class_names[] = {
     {DiffClass::k_regressed, "regressed"},
     {DiffClass::k_crashed, "crashed"},
     {DiffClass::k_missing, "missing"},
@@ -229,14 +225,7 @@ CheckDiff compare(const CheckDigest& before, const CheckDigest& after, DiffClass
 
 }  // namespace
 
-const char* to_string(DiffClass diff_class) {
-  for (const auto& entry : k_class_names) {
-    if (entry.diff_class == diff_class) {
-      return entry.name;
-    }
-  }
-  return "unknown";
-}
+const char* to_string(DiffClass diff_class) { return enum_name(k_class_names, diff_class); }
 
 std::string to_label(DiffClass diff_class) {
   std::string label = to_string(diff_class);
@@ -245,25 +234,18 @@ std::string to_label(DiffClass diff_class) {
 }
 
 DiffClass parse_diff_class(const std::string& name) {
+  if (std::optional<DiffClass> diff_class = enum_value(k_class_names, name)) {
+    return *diff_class;
+  }
   std::string known;
-  for (const auto& entry : k_class_names) {
-    if (name == entry.name) {
-      return entry.diff_class;
-    }
-    known += known.empty() ? "" : ", ";
-    known += entry.name;
+  for (const std::string& class_name : enum_names(k_class_names)) {
+    known += (known.empty() ? "" : ", ") + class_name;
   }
   throw Error("unknown diff class '" + name + "'; known classes: " + known);
 }
 
 const std::vector<DiffClass>& all_diff_classes() {
-  static const std::vector<DiffClass> classes = [] {
-    std::vector<DiffClass> all;
-    for (const auto& entry : k_class_names) {
-      all.push_back(entry.diff_class);
-    }
-    return all;
-  }();
+  static const std::vector<DiffClass> classes = enum_values(k_class_names);
   return classes;
 }
 
