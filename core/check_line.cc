@@ -319,12 +319,7 @@ auto optional_member(const JsonFields& fields, const char* name, Read read) -> s
 
 const char* to_string(CheckStatus status) { return enum_name(k_status_names, status); }
 
-CheckStatus parse_check_status(const std::string& name) {
-  if (std::optional<CheckStatus> status = enum_value(k_status_names, name)) {
-    return *status;
-  }
-  throw Error("unknown check status '" + name + "'");
-}
+CheckStatus parse_check_status(const std::string& name) { return parse_enum(k_status_names, name, "check status"); }
 
 bool is_failure(CheckStatus status) { return status != CheckStatus::k_pass && status != CheckStatus::k_skipped; }
 

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
+
 namespace driftgate {
 
 template <typename Enum>
@@ -38,6 +40,15 @@ std::optional<Enum> enum_value(const EnumName<Enum> (&table)[N], std::string_vie
     }
   }
   return std::nullopt;
+}
+
+// The value named `name` in `table`; driftgate::Error "unknown <what> '<name>'" when none is.
+template <typename Enum, size_t N>
+Enum parse_enum(const EnumName<Enum> (&table)[N], const std::string& name, const char* what) {
+  if (std::optional<Enum> value = enum_value(table, name)) {
+    return *value;
+  }
+  throw Error(std::string("unknown ") + what + " '" + name + "'");
 }
 
 // Every value of `table`, in its order.

@@ -48,12 +48,7 @@ DtypePrecision precision_of(const std::string& dtype) {
 
 const char* to_string(ToleranceRule rule) { return enum_name(k_rule_names, rule); }
 
-ToleranceRule parse_tolerance_rule(const std::string& name) {
-  if (std::optional<ToleranceRule> rule = enum_value(k_rule_names, name)) {
-    return *rule;
-  }
-  throw Error("unknown tolerance rule '" + name + "'");
-}
+ToleranceRule parse_tolerance_rule(const std::string& name) { return parse_enum(k_rule_names, name, "tolerance rule"); }
 
 const std::vector<std::string>& tolerance_rule_names() {
   static const std::vector<std::string> names = enum_names(k_rule_names);
