@@ -51,4 +51,9 @@ bool parse_command_line(const std::string& name, const std::vector<std::string>&
   return true;
 }
 
+std::string onnx_worker_setting(const std::map<std::string, std::string>& env) {
+  auto found = env.find("DRIFTGATE_ORT_WORKER");
+  return found == env.end() ? "" : found->second;
+}
+
 }  // namespace driftgate

@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct CommandHelp {
 bool parse_command_line(const std::string& name, const std::vector<std::string>& args,
                         const po::options_description& options, const po::positional_options_description& positional,
                         const CommandHelp& help, po::variables_map& variables, std::ostream& out);
+
+// The ONNX Runtime worker program the runner starts for onnxruntime backends:
+// DRIFTGATE_ORT_WORKER in the process environment `env`, or "" (driftgate-ort beside
+// driftgate) when it is unset or empty. For RunnerOptions::onnx_worker and its kin.
+std::string onnx_worker_setting(const std::map<std::string, std::string>& env);
 
 // The exit-code paragraph every --help ends with.
 const char* exit_code_help();

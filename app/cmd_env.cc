@@ -30,7 +30,7 @@ int cmd_env(CommandContext& context) {
     return 0;
   }
 #ifdef DRIFTGATE_WITH_TORCH
-  Environment environment = probe_environment(threads);
+  Environment environment = probe_environment(threads, onnx_worker_setting(context.env));
   const bool has_runner = true;
 #else
   Environment environment;

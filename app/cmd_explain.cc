@@ -211,6 +211,7 @@ int cmd_explain(CommandContext& context) {
   }
   ExplainOptions options;
   options.target_model = request->target_model;
+  options.onnx_worker = onnx_worker_setting(context.env);
   options.threads = request->threads;
   options.budget_bytes = request->budget_mib << 20;
   options.isolate = !request->in_process;

@@ -345,7 +345,7 @@ int cmd_run(CommandContext& context) {
   CommitInfo commit = commit_of(request->repo);
   commit_phase.end();
   TimingTrace::Phase probe_phase(trace, "environment probe");
-  Environment environment = probe_environment(request->threads);
+  Environment environment = probe_environment(request->threads, onnx_worker_setting(context.env));
   probe_phase.end();
   RunnerOptions options;
   options.trace = trace;
@@ -354,6 +354,7 @@ int cmd_run(CommandContext& context) {
   options.mitigate = request->mitigate;
   options.progress = !request->quiet;
   options.verbose = request->verbose;
+  options.onnx_worker = onnx_worker_setting(context.env);
   // One status line rewritten in place only where stderr is a terminal (not in CI logs).
   options.progress_terminal = &context.err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
   if (!request->shard.empty()) {

@@ -501,6 +501,13 @@ void BackendInstance::fail(BackendStage stage, const std::exception& error) cons
               m_source.model_path + "' failed: " + torch_error_summary(error));
 }
 
+BackendSource BackendSource::of(const Experiment& experiment, int threads, const std::string& onnx_worker) {
+  BackendSource source(experiment.config_path, experiment.model_path, threads, experiment.aoti_package_path,
+                       experiment.onnx_model_path);
+  source.onnx_worker = onnx_worker;
+  return source;
+}
+
 BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSource& source) {
   BackendInstance instance(spec, source);
   int threads = spec.threads == 0 ? source.default_threads : spec.threads;
@@ -572,7 +579,7 @@ void BackendInstance::start_onnx_worker() {
   settings.optimization = to_string(m_spec.onnx_optimization);
   settings.threads = m_threads;
   try {
-    m_onnx = std::make_unique<OnnxWorker>(path, settings);
+    m_onnx = std::make_unique<OnnxWorker>(m_source.onnx_worker, path, settings);
   } catch (const std::exception& e) {
     throw ModelFileError(where + e.what());
   }

@@ -46,6 +46,12 @@ struct BackendSource {
   int default_threads = 1;        // used when the spec's threads is 0
   std::string aoti_package_path;  // the experiment's aoti_package: for backends of graph aoti
   std::string onnx_model_path;    // the experiment's onnx_model: for backends of graph onnxruntime
+  // The ONNX Runtime worker that runs them (runner/onnx_worker.h; RunnerOptions::onnx_worker):
+  // "" for driftgate-ort beside driftgate.
+  std::string onnx_worker;
+
+  // The experiment's files, `threads` for backends that say threads: 0, and `onnx_worker`.
+  static BackendSource of(const Experiment& experiment, int threads, const std::string& onnx_worker);
 };
 
 // The model file itself cannot be used: LibTorch's loader refuses it (a corrupt

@@ -162,7 +162,7 @@ std::string os_release_name() {
 
 }  // namespace
 
-Environment probe_environment(int threads) {
+Environment probe_environment(int threads, const std::string& onnx_worker) {
   Environment environment;
   const std::string config = at::show_config();
 
@@ -197,7 +197,7 @@ Environment probe_environment(int threads) {
   // Keyed only where the onnxruntime backends can run, so the keys of builds without ONNX
   // Runtime (Debian 12's) stay what they were.
   if (onnx_worker_built()) {
-    environment.keyed["onnxruntime"] = onnx_runtime_version();
+    environment.keyed["onnxruntime"] = onnx_runtime_version(onnx_worker);
   }
 
   environment.info["cpu_model"] = cpuinfo_field("model name");

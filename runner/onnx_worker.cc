@@ -2,15 +2,11 @@
 #include "runner/onnx_worker.h"
 
 #include <ATen/Functions.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -18,9 +14,6 @@
 
 #include "core/error.h"
 #include "runner/aoti_package.h"
-#include "runner/subprocess.h"
-
-extern char** environ;
 
 namespace driftgate {
 namespace {
@@ -33,35 +26,6 @@ const std::map<std::string, at::ScalarType>& dtypes() {
   return table;
 }
 
-// Writing to a worker that is gone must fail the write, not kill this process with SIGPIPE:
-// the signal is blocked for this thread around the write and a pending one is consumed.
-class SigpipeBlock {
- public:
-  SigpipeBlock() {
-    sigemptyset(&m_set);
-    sigaddset(&m_set, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    m_was_pending = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &m_set, &m_old);
-  }
-  ~SigpipeBlock() {
-    if (!m_was_pending) {
-      const timespec zero{0, 0};
-      while (sigtimedwait(&m_set, nullptr, &zero) == SIGPIPE) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
-  }
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
-
- private:
-  sigset_t m_set;
-  sigset_t m_old;
-  bool m_was_pending = false;
-};
-
 }  // namespace
 
 bool onnx_worker_built() {
@@ -72,8 +36,8 @@ bool onnx_worker_built() {
 #endif
 }
 
-std::string onnx_worker_path() {
-  if (const char* given = std::getenv("DRIFTGATE_ORT_WORKER"); given != nullptr && *given != '\0') {
+std::string onnx_worker_path(const std::string& given) {
+  if (!given.empty()) {
     return given;
   }
   std::error_code error;
@@ -81,84 +45,37 @@ std::string onnx_worker_path() {
   return error ? std::string("driftgate-ort") : (self.parent_path() / "driftgate-ort").string();
 }
 
-std::string onnx_runtime_version() {
-  const std::string worker = onnx_worker_path();
-  int out[2] = {-1, -1};
-  if (::pipe2(out, O_CLOEXEC) != 0) {
+std::string onnx_runtime_version(const std::string& worker) {
+  Child::StartFailure failure;
+  std::optional<Child> child = Child::spawn({onnx_worker_path(worker), "--version"}, false, &failure);
+  if (!child) {
     return "unknown";
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  std::string program = worker;
-  std::string flag = "--version";
-  char* argv[] = {program.data(), flag.data(), nullptr};
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, worker.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
   std::string text;
-  char buffer[256];
-  ssize_t got = 0;
-  while (spawned == 0 && (got = ::read(out[0], buffer, sizeof buffer)) != 0) {
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got < 0 || text.size() > 1024) {
-      break;
-    }
-    text.append(buffer, static_cast<size_t>(got));
-  }
-  ::close(out[0]);
-  int status = 0;
-  while (spawned == 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  child->read_to_end(text, k_no_deadline, 1024);  // a version is a line: what says more is no version
+  child->close_pipe();
+  const int status = child->reap();
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
     text.pop_back();
   }
-  const bool ok = spawned == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !text.empty() &&
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !text.empty() &&
                   text.find_first_not_of("0123456789.") == std::string::npos;
   return ok ? text : "unknown";
 }
 
-OnnxWorker::OnnxWorker(const std::string& model, const OnnxSettings& settings) : m_model(model) {
-  const std::string worker = onnx_worker_path();
+OnnxWorker::OnnxWorker(const std::string& worker_given, const std::string& model, const OnnxSettings& settings)
+    : m_model(model) {
+  const std::string worker = onnx_worker_path(worker_given);
   const std::string where = "ONNX model '" + model + "': ";
   if (::access(worker.c_str(), X_OK) != 0) {
     throw Error(where + "the ONNX Runtime worker '" + worker + "' is missing (" + std::strerror(errno) +
                 "); it is built beside driftgate where libonnxruntime-dev is installed (Debian 13)");
   }
-  int to_worker[2] = {-1, -1};
-  int from_worker[2] = {-1, -1};
-  if (::pipe2(to_worker, O_CLOEXEC) != 0) {
-    throw Error(where + "pipe: " + std::strerror(errno));
-  }
-  if (::pipe2(from_worker, O_CLOEXEC) != 0) {
-    const int error = errno;
-    ::close(to_worker[0]);
-    ::close(to_worker[1]);
-    throw Error(where + "pipe: " + std::strerror(error));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_worker[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, from_worker[1], STDOUT_FILENO);
-  const std::string threads = std::to_string(settings.threads);
-  std::vector<std::string> arguments = {worker, model, settings.provider, settings.optimization, threads};
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) {
-    argv.push_back(argument.data());
-  }
-  argv.push_back(nullptr);
-  const int spawned = posix_spawn(&m_pid, worker.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to_worker[0]);
-  ::close(from_worker[1]);
-  m_to = to_worker[1];
-  m_from = from_worker[0];
-  if (spawned != 0) {
-    m_pid = -1;
-    throw Error(where + "cannot start '" + worker + "': " + std::strerror(spawned));
+  Child::StartFailure failure;
+  m_worker = Child::spawn({worker, model, settings.provider, settings.optimization, std::to_string(settings.threads)},
+                          true, &failure);
+  if (!m_worker) {
+    throw Error(where + (failure.at_pipe ? "pipe: " : "cannot start '" + worker + "': ") + failure.reason);
   }
   nlohmann::json announce;
   const std::string line = read_line();
@@ -194,47 +111,17 @@ OnnxWorker::OnnxWorker(const std::string& model, const OnnxSettings& settings) :
   }
 }
 
-OnnxWorker::~OnnxWorker() {
-  if (m_to >= 0) {
-    ::close(m_to);
-  }
-  if (m_from >= 0) {
-    ::close(m_from);
-  }
-  if (m_pid > 0) {
-    ::kill(m_pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-}
-
 std::string OnnxWorker::ended_how() {
   // Its stdout closed: it has exited or is about to; wait briefly for it, then say how.
-  for (int tries = 0; tries < 100 && m_pid > 0; ++tries) {
-    int status = 0;
-    const pid_t done = ::waitpid(m_pid, &status, WNOHANG);
-    if (done == m_pid) {
-      m_pid = -1;
-      return " (" + describe_exit(status) + ")";
-    }
-    if (done < 0 && errno != EINTR) {
-      break;
-    }
-    ::usleep(10000);
-  }
-  return "";
+  const std::optional<int> status = m_worker->reap_within(1.0);
+  return status ? " (" + describe_exit(*status) + ")" : "";
 }
 
 std::string OnnxWorker::read_line() {
   std::string line;
   char c = 0;
   while (true) {
-    const ssize_t got = ::read(m_from, &c, 1);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
+    if (m_worker->read_exact(&c, 1, k_no_deadline) != ReadResult::k_ok) {
       throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker ended" +
                   (line.empty() ? std::string() : " in the middle of a line") + ended_how());
     }
@@ -249,36 +136,16 @@ std::string OnnxWorker::read_line() {
 }
 
 void OnnxWorker::read_bytes(void* data, size_t size) {
-  char* bytes = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t got = ::read(m_from, bytes, size);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker ended in the middle of an output" +
-                  ended_how());
-    }
-    bytes += got;
-    size -= static_cast<size_t>(got);
+  if (m_worker->read_exact(static_cast<char*>(data), size, k_no_deadline) != ReadResult::k_ok) {
+    throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker ended in the middle of an output" + ended_how());
   }
 }
 
 void OnnxWorker::write_bytes(const void* data, size_t size) {
-  SigpipeBlock block;
-  const char* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t written = ::write(m_to, bytes, size);
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      const std::string reason = std::strerror(errno);
-      throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker is gone: writing to it: " + reason +
-                  ended_how());
-    }
-    bytes += written;
-    size -= static_cast<size_t>(written);
+  if (!m_worker->write_all(data, size)) {
+    const std::string reason = std::strerror(errno);
+    throw Error("ONNX model '" + m_model + "': the ONNX Runtime worker is gone: writing to it: " + reason +
+                ended_how());
   }
 }
 

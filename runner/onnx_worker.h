@@ -7,11 +7,13 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
-#include <sys/types.h>
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "runner/subprocess.h"
 
 namespace driftgate {
 
@@ -24,12 +26,14 @@ struct OnnxSettings {
 // Whether this build has the worker (ONNX Runtime's C++ API was found at configure time).
 bool onnx_worker_built();
 
-// Where the worker is: $DRIFTGATE_ORT_WORKER, else driftgate-ort beside the running driftgate.
-std::string onnx_worker_path();
+// Where the worker is: `given` when it is not empty (the runner's options: `main()` reads
+// DRIFTGATE_ORT_WORKER), else driftgate-ort beside the running driftgate.
+std::string onnx_worker_path(const std::string& given);
 
-// ONNX Runtime's version as the worker reports it (`driftgate-ort --version`), or a line
-// saying why it could not be asked. For the environment key of builds that have the worker.
-std::string onnx_runtime_version();
+// ONNX Runtime's version as the worker at onnx_worker_path(`worker`) reports it
+// (`driftgate-ort --version`), or "unknown" when it cannot be asked. For the environment
+// key of builds that have the worker.
+std::string onnx_runtime_version(const std::string& worker);
 
 // The ONNX file's graph as the worker reads it (tier 2: runner/tier2_onnx.h).
 struct OnnxNode {
@@ -46,11 +50,11 @@ struct OnnxGraph {
 
 class OnnxWorker {
  public:
-  // Starts the worker on `model`. Throws driftgate::Error with ONNX Runtime's refusal (a file
-  // it cannot load, a provider it lacks), or when the file has several outputs and no
-  // driftgate_out_spec, or a spec whose leaves do not match its outputs.
-  OnnxWorker(const std::string& model, const OnnxSettings& settings);
-  ~OnnxWorker();  // closes the pipes, kills and reaps the worker
+  // Starts the worker at onnx_worker_path(`worker`) on `model`. Throws driftgate::Error
+  // when it cannot start, with ONNX Runtime's refusal (a file it cannot load, a provider it
+  // lacks), or when the file has several outputs and no driftgate_out_spec, or a spec whose
+  // leaves do not match its outputs. Destroyed, it closes the pipes, kills and reaps the worker.
+  OnnxWorker(const std::string& worker, const std::string& model, const OnnxSettings& settings);
   OnnxWorker(const OnnxWorker&) = delete;
   OnnxWorker& operator=(const OnnxWorker&) = delete;
 
@@ -83,9 +87,7 @@ class OnnxWorker {
   void write_bytes(const void* data, size_t size);
 
   std::string m_model;
-  pid_t m_pid = -1;
-  int m_to = -1;    // the worker's stdin
-  int m_from = -1;  // the worker's stdout
+  std::optional<Child> m_worker;  // its stdin and stdout on pipes (runner/subprocess.h)
   std::string m_version;
   std::vector<int64_t> m_input_shape;
   size_t m_outputs = 0;

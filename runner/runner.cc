@@ -76,8 +76,7 @@ class ExperimentRun {
       : m_progress(progress),
         m_experiment(experiment),
         m_inputs(inputs),
-        m_source{experiment.config_path, experiment.model_path, options.threads, experiment.aoti_package_path,
-                 experiment.onnx_model_path},
+        m_source(BackendSource::of(experiment, options.threads, options.onnx_worker)),
         m_backend_options{ForwardPlan{experiment.repeats, experiment.latency_warmup, experiment.latency_runs},
                           experiment.timeout_s, options.isolate},
         m_log(log),
@@ -677,9 +676,7 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       MitigationOptions mitigation;
       mitigation.run_threads = options.threads;
       mitigation.list_layers = [&](const Experiment& experiment, const BackendSpec& target) {
-        return float32_module_candidates(target,
-                                         BackendSource{experiment.config_path, experiment.model_path, options.threads,
-                                                       experiment.aoti_package_path, experiment.onnx_model_path});
+        return float32_module_candidates(target, BackendSource::of(experiment, options.threads, options.onnx_worker));
       };
       mitigate_failures(slice[e], records, run_variant, mitigation, log);
     }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "core/environment.h"
@@ -45,6 +46,9 @@ struct RunnerOptions {
   // log once the experiment's backends have run; otherwise they are only in the records
   // (CheckRecord::messages).
   bool verbose = false;
+  // The onnxruntime backends' worker program (runner/onnx_worker.h): DRIFTGATE_ORT_WORKER,
+  // which main() reads; "" for driftgate-ort beside the running driftgate.
+  std::string onnx_worker;
   // `run --trace-timing`: phase durations (inputs, hashes, each backend's load and
   // forwards in the child, transfer, comparison) to stderr. Disabled by default.
   TimingTrace trace;

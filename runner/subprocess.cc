@@ -1,7 +1,9 @@
 #include "runner/subprocess.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,8 @@
 #include <cstring>
 #include <utility>
 
+extern char** environ;
+
 namespace driftgate {
 namespace {
 
@@ -18,8 +22,12 @@ namespace {
 // instead of unwinding into the parent's code.
 [[noreturn]] void run_child(const std::function<int(int fd)>& body, int fd) noexcept { ::_exit(body(fd)); }
 
-// Waits until `fd` is readable or `deadline` comes: false on the deadline.
+// Waits until `fd` is readable or `deadline` comes: false on the deadline. Without a
+// deadline the read itself waits (one system call per read, not two).
 bool wait_readable(int fd, Deadline deadline) {
+  if (deadline == k_no_deadline) {
+    return true;
+  }
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
@@ -42,6 +50,42 @@ size_t read_some(int fd, char* data, size_t size) {
       continue;
     }
     return got <= 0 ? 0 : static_cast<size_t>(got);
+  }
+}
+
+// Writing to a child that is gone must fail the write, not kill this process with SIGPIPE:
+// the signal is blocked for this thread around the write and a pending one is consumed.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&m_set);
+    sigaddset(&m_set, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    m_was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &m_set, &m_old);
+  }
+  ~SigpipeBlock() {
+    if (!m_was_pending) {
+      const timespec zero{0, 0};
+      while (sigtimedwait(&m_set, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t m_set;
+  sigset_t m_old;
+  bool m_was_pending = false;
+};
+
+void close_fd(int& fd) {
+  if (fd >= 0) {
+    ::close(fd);
+    fd = -1;
   }
 }
 
@@ -98,7 +142,44 @@ std::optional<Child> Child::start(const std::function<int(int fd)>& body, StartF
   return Child(pid, fds[0]);
 }
 
-Child::Child(Child&& other) noexcept : m_pid(std::exchange(other.m_pid, -1)), m_fd(std::exchange(other.m_fd, -1)) {}
+std::optional<Child> Child::spawn(const std::vector<std::string>& argv, bool to_stdin, StartFailure* failure) {
+  int from_child[2] = {-1, -1};
+  int to_child[2] = {-1, -1};
+  if (::pipe2(from_child, O_CLOEXEC) != 0 || (to_stdin && ::pipe2(to_child, O_CLOEXEC) != 0)) {
+    *failure = {true, std::strerror(errno)};
+    for (int& fd : from_child) {
+      close_fd(fd);
+    }
+    return std::nullopt;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (to_stdin) {
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+  }
+  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+  std::vector<std::string> arguments = argv;
+  std::vector<char*> pointers;
+  for (std::string& argument : arguments) {
+    pointers.push_back(argument.data());
+  }
+  pointers.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, arguments.front().c_str(), &actions, nullptr, pointers.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close_fd(to_child[0]);
+  close_fd(from_child[1]);
+  if (spawned != 0) {
+    *failure = {false, std::strerror(spawned)};
+    close_fd(to_child[1]);
+    close_fd(from_child[0]);
+    return std::nullopt;
+  }
+  return Child(pid, from_child[0], to_child[1]);
+}
+
+Child::Child(Child&& other) noexcept
+    : m_pid(std::exchange(other.m_pid, -1)), m_fd(std::exchange(other.m_fd, -1)), m_to(std::exchange(other.m_to, -1)) {}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
@@ -106,6 +187,7 @@ Child& Child::operator=(Child&& other) noexcept {
     kill_and_reap();
     m_pid = std::exchange(other.m_pid, -1);
     m_fd = std::exchange(other.m_fd, -1);
+    m_to = std::exchange(other.m_to, -1);
   }
   return *this;
 }
@@ -130,10 +212,10 @@ ReadResult Child::read_exact(char* data, size_t size, Deadline deadline) {
   return ReadResult::k_ok;
 }
 
-bool Child::read_to_end(std::string& data, Deadline deadline) {
+bool Child::read_to_end(std::string& data, Deadline deadline, size_t limit) {
   char buffer[65536];
   while (true) {
-    if (!wait_readable(m_fd, deadline)) {
+    if (data.size() > limit || !wait_readable(m_fd, deadline)) {
       return false;
     }
     const size_t got = read_some(m_fd, buffer, sizeof buffer);
@@ -144,11 +226,31 @@ bool Child::read_to_end(std::string& data, Deadline deadline) {
   }
 }
 
-void Child::close_pipe() {
-  if (m_fd >= 0) {
-    ::close(m_fd);
-    m_fd = -1;
+bool Child::write_all(const void* data, size_t size) {
+  const char* bytes = static_cast<const char*>(data);
+  int error = 0;
+  {
+    SigpipeBlock block;
+    while (size > 0) {
+      const ssize_t written = ::write(m_to, bytes, size);
+      if (written < 0 && errno == EINTR) {
+        continue;
+      }
+      if (written <= 0) {
+        error = written < 0 ? errno : EPIPE;
+        break;
+      }
+      bytes += written;
+      size -= static_cast<size_t>(written);
+    }
   }
+  errno = error;  // the block's clean-up may have set it
+  return error == 0;
+}
+
+void Child::close_pipe() {
+  close_fd(m_fd);
+  close_fd(m_to);
 }
 
 int Child::reap() {
@@ -158,6 +260,23 @@ int Child::reap() {
   const int status = wait_for_exit(m_pid);
   m_pid = -1;
   return status;
+}
+
+std::optional<int> Child::reap_within(double seconds) {
+  const Deadline deadline = deadline_in(seconds);
+  while (m_pid > 0) {
+    int status = 0;
+    const pid_t done = ::waitpid(m_pid, &status, WNOHANG);
+    if (done == m_pid) {
+      m_pid = -1;
+      return status;
+    }
+    if ((done < 0 && errno != EINTR) || std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    ::usleep(10000);
+  }
+  return std::nullopt;
 }
 
 int Child::kill_and_reap() {

@@ -1,21 +1,24 @@
-// A forked child process with a pipe from it to the parent: fork, the child's side
-// (run a function, then _exit), reads with a deadline, kill, reap, and the words for
-// how the child ended.
+// A child process with a pipe from it to the parent: fork and the child's side (run a
+// function, then _exit), or a program spawned with its stdin and stdout on pipes; reads
+// with a deadline, writes, kill, reap, and the words for how the child ended.
 //
 // It exists because isolated checks (backend_run.cc), tier 2 localization
 // (tier2_localize.cc) and file hashing (file_hashes.cc) each fork a child that sends
-// its results back over a pipe, and each used to spell these mechanics out itself.
-// The rule of backend_run.h holds for every use: fork only from a process that never
-// ran a multi-threaded OpenMP region.
+// its results back over a pipe, and the onnxruntime backends talk to a worker program
+// over its stdin and stdout (onnx_worker.cc): each used to spell these mechanics out
+// itself. The rule of backend_run.h holds for every fork: fork only from a process that
+// never ran a multi-threaded OpenMP region (a spawn runs nothing of this process).
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace driftgate {
 
@@ -41,7 +44,7 @@ bool reap_if_exited(pid_t pid);
 
 class Child {
  public:
-  // Why start() failed: at pipe() or at fork(), and strerror(errno).
+  // Why start() or spawn() failed: at pipe(), or at fork() or the spawn, and strerror of the error.
   struct StartFailure {
     bool at_pipe = false;
     std::string reason;
@@ -52,6 +55,13 @@ class Child {
   // escaping `body` ends the child through std::terminate (signal 6). Empty, with
   // `*failure` set, when pipe() or fork() fails.
   static std::optional<Child> start(const std::function<int(int fd)>& body, StartFailure* failure);
+
+  // Starts the program at path `argv[0]` with `argv` and this process's environment
+  // (posix_spawn: nothing of this process runs in the child), its stdout on the pipe the
+  // read functions read and, with `to_stdin`, its stdin on a pipe write_all writes; its
+  // stderr is this process's. Empty, with `*failure` set, when pipe() or the spawn fails
+  // (a program that is not there, or not executable).
+  static std::optional<Child> spawn(const std::vector<std::string>& argv, bool to_stdin, StartFailure* failure);
 
   Child(Child&& other) noexcept;
   // Ends this child as the destructor does, then takes `other`'s.
@@ -67,13 +77,23 @@ class Child {
   ReadResult read_exact(char* data, size_t size, Deadline deadline);
 
   // Appends what the child sends until it closes the pipe; false when `deadline`
-  // comes first (`data` then holds what came before it).
-  bool read_to_end(std::string& data, Deadline deadline);
+  // comes first or `data` holds more than `limit` bytes (`data` then holds what came
+  // before).
+  bool read_to_end(std::string& data, Deadline deadline, size_t limit = SIZE_MAX);
 
+  // Writes all of `data` to the child's stdin (spawn with `to_stdin`). False on an error
+  // (errno says which): a child that is gone fails the write, SIGPIPE never ends this process.
+  bool write_all(const void* data, size_t size);
+
+  // Closes the pipes (to the child's stdin as well).
   void close_pipe();
 
   // Waits for the child to end; its waitpid status (0 when reaped or released already).
   int reap();
+
+  // The child's waitpid status if it ends within `seconds` (it is then reaped), else
+  // empty: it still runs.
+  std::optional<int> reap_within(double seconds);
 
   // SIGKILL, then reap().
   int kill_and_reap();
@@ -83,10 +103,11 @@ class Child {
   pid_t release();
 
  private:
-  Child(pid_t pid, int fd) : m_pid(pid), m_fd(fd) {}
+  Child(pid_t pid, int fd, int to = -1) : m_pid(pid), m_fd(fd), m_to(to) {}
 
   pid_t m_pid = -1;  // -1 once reaped or released
   int m_fd = -1;     // the pipe's read end; -1 once closed
+  int m_to = -1;     // the write end of the pipe to a spawned child's stdin; -1 when none or closed
 };
 
 }  // namespace driftgate

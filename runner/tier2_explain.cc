@@ -48,6 +48,7 @@ Localization explain_check(const Experiment& experiment, const std::string& inpu
       localize_request_for(experiment, target_spec,
                            BackendSource{experiment.config_path, experiment.model_path, options.threads,
                                          experiment.aoti_package_path, experiment.onnx_model_path});
+  request.source.onnx_worker = options.onnx_worker;
   request.target_model_path = options.target_model;
   request.options.budget_bytes = options.budget_bytes;
   request.options.reinject_at = options.reinject_at;

@@ -14,6 +14,8 @@ struct ExplainOptions {
   // Load the target from this TorchScript file instead of the experiment's model
   // (`explain --target-model`): e.g. a re-exported or fine-tuned model against the original.
   std::string target_model;
+  // The ONNX Runtime worker (RunnerOptions::onnx_worker): "" for driftgate-ort beside driftgate.
+  std::string onnx_worker;
   int threads = 1;                            // intra-op threads of backends that say threads: 0
   int64_t budget_bytes = int64_t{256} << 20;  // activations held per backend per window
   bool isolate = true;                        // localize in a forked child (timeout_s applies)

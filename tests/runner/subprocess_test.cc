@@ -198,5 +198,69 @@ TEST(Subprocess, WaitForExitGivesTheStatusOfAReleasedChild) {
   EXPECT_TRUE(gone(pid));
 }
 
+Child spawn(const std::vector<std::string>& argv, bool to_stdin) {
+  Child::StartFailure failure;
+  std::optional<Child> child = Child::spawn(argv, to_stdin, &failure);
+  if (!child) {
+    throw std::runtime_error("cannot spawn " + argv.front() + ": " + failure.reason);
+  }
+  return std::move(*child);
+}
+
+// A spawned program gets what is written to its stdin, and its stdout is read back.
+TEST(Subprocess, SpawnedProgramTalksOverItsStdinAndStdout) {
+  Child child = spawn({"/bin/sh", "-c", "read line; echo \"got $line\"; exit 4"}, true);
+  const std::string request = "hello\n";
+  ASSERT_TRUE(child.write_all(request.data(), request.size()));
+  std::string line(10, '\0');
+  ASSERT_EQ(child.read_exact(line.data(), line.size(), k_no_deadline), ReadResult::k_ok);
+  EXPECT_EQ(line, "got hello\n");
+  char more = 0;
+  EXPECT_EQ(child.read_exact(&more, 1, k_no_deadline), ReadResult::k_eof);
+  const std::optional<int> status = child.reap_within(60.0);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(describe_exit(*status), "exited with code 4");
+}
+
+// Writing to a program that has ended fails the write (EPIPE), never this process.
+TEST(Subprocess, WritingToASpawnedProgramThatEndedFails) {
+  Child child = spawn({"/bin/sh", "-c", "exit 0"}, true);
+  ASSERT_TRUE(child.reap_within(60.0).has_value());
+  const std::string chunk(1 << 16, 'x');
+  bool written = true;
+  for (int i = 0; i < 64 && written; ++i) {
+    written = child.write_all(chunk.data(), chunk.size());
+  }
+  EXPECT_FALSE(written);
+  EXPECT_EQ(errno, EPIPE);
+}
+
+TEST(Subprocess, SpawnOfAMissingProgramSaysWhy) {
+  Child::StartFailure failure;
+  EXPECT_FALSE(Child::spawn({"/nonexistent/driftgate-ort", "--version"}, false, &failure).has_value());
+  EXPECT_FALSE(failure.at_pipe);
+  EXPECT_EQ(failure.reason, "No such file or directory");
+}
+
+// read_to_end stops past its limit: a program that never stops writing is not read forever.
+TEST(Subprocess, ReadToEndStopsPastItsLimit) {
+  Child child = spawn({"/usr/bin/yes"}, false);
+  std::string data;
+  EXPECT_FALSE(child.read_to_end(data, k_no_deadline, 1024));
+  EXPECT_GT(data.size(), 1024U);
+  EXPECT_LE(data.size(), 1024U + 65536U);
+}
+
+// A spawned program that still runs is killed and reaped when its Child is destroyed.
+TEST(Subprocess, DestroyingASpawnedProgramKillsAndReapsIt) {
+  pid_t pid = -1;
+  {
+    Child child = spawn({"/bin/sleep", "600"}, true);
+    pid = child.pid();
+    EXPECT_FALSE(child.reap_within(0.05).has_value());
+  }
+  EXPECT_TRUE(gone(pid));
+}
+
 }  // namespace
 }  // namespace driftgate
