@@ -71,9 +71,12 @@ Tier1Stats every_stat() {
 Localization profile() {
   Localization localization;
   localization.alignment = "boundary";
+  localization.status = LocalizationStatus::k_localized;
   localization.layers = 3;
   localization.observed = 2;
   localization.not_observable = 1;
+  localization.calls = 3;
+  localization.calls_compared = 2;
   localization.coverage = 2.0 / 3.0;
   localization.first_divergent = "layer1.0.conv1/aten::conv2d#1 (conv.py:459)";
   localization.fused_before = {"bn1/aten::batch_norm#1 (batchnorm.py:171)"};
