@@ -177,10 +177,12 @@ void refuse_output_over_input(const std::vector<Experiment>& experiments, const 
     check(experiment.config_path, "the config" + of);
     check(experiment.model_path, "the model" + of);
     for (const InputSpec& input : experiment.inputs) {
-      if (input.kind == InputSpec::Kind::k_image) {
-        check(input.image.path, "the image of input '" + input.name + "'" + of);
-      } else if (input.kind == InputSpec::Kind::k_tensor) {
-        check(input.tensor.path, "the tensor of input '" + input.name + "'" + of);
+      for (const TensorSource* source : tensor_sources(input)) {
+        if (source->kind == TensorSource::Kind::k_image) {
+          check(source->image.path, "the image of input '" + input.name + "'" + of);
+        } else if (source->kind == TensorSource::Kind::k_tensor) {
+          check(source->tensor.path, "the tensor of input '" + input.name + "'" + of);
+        }
       }
     }
     if (experiment.task && !experiment.task->labels_path.empty()) {

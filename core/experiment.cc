@@ -299,6 +299,38 @@ std::string missing_model_hint(const std::string& resolved) {
          "torch.jit.script(model).save(path)";
 }
 
+// What part 1 of multi-argument inputs (issue 36) does not take yet: an input other than one
+// float32 tensor with a target that runs an AOTInductor package or an ONNX file, with a
+// target's float32_modules, or with tier 2 asked for by name. A config error before
+// anything runs; tier 2 left at its default skips such inputs (runner/runner.cc).
+void refuse_part_one_features(const YamlReader& reader, const YAML::Node& root, const Experiment& experiment) {
+  const YAML::Node inputs = root["inputs"];
+  for (size_t i = 0; i < experiment.inputs.size(); ++i) {
+    const std::string limit = input_feature_limit(experiment.inputs[i]);
+    if (limit.empty()) {
+      continue;
+    }
+    for (const BackendSpec& target : experiment.targets) {
+      if (target.graph == GraphMode::k_aoti || target.graph == GraphMode::k_onnxruntime) {
+        reader.fail(inputs[i].Mark(), limit + ", and target '" + target.name + "' (graph " + to_string(target.graph) +
+                                          ") takes one float32 tensor in this version; put " + to_string(target.graph) +
+                                          " targets in an experiment whose inputs are one float32 tensor each");
+      }
+      if (!target.float32_modules.empty()) {
+        reader.fail(inputs[i].Mark(), limit + ", and target '" + target.name +
+                                          "' lists float32_modules, which take one float32 tensor in this version; "
+                                          "drop float32_modules or use inputs of one float32 tensor");
+      }
+    }
+    const YAML::Node activations = root["activations"];
+    if (activations && experiment.activations != Activations::k_off) {
+      reader.fail(activations.Mark(), limit + ", and tier 2 (activations: " + to_string(experiment.activations) +
+                                          ") captures forwards of one float32 tensor in this version; set "
+                                          "'activations: off' or leave it out (tier 2 then skips such inputs)");
+    }
+  }
+}
+
 Experiment parse_document(const YamlReader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.fail(YAML::Mark::null_mark(),
@@ -411,6 +443,7 @@ Experiment parse_document(const YamlReader& reader, const YAML::Node& root) {
   if (const YAML::Node task = root["task"]) {
     experiment.task = parse_task(reader, task, base_dir);
   }
+  refuse_part_one_features(reader, root, experiment);
   return experiment;
 }
 
@@ -421,6 +454,16 @@ std::string SourceLocation::str() const {
     return file;
   }
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+std::string input_feature_limit(const InputSpec& input) {
+  if (input.single_float32_tensor()) {
+    return "";
+  }
+  if (input.named) {
+    return "input '" + input.name + "' names forward's arguments under 'args'";
+  }
+  return std::string("input '") + input.name + "' is one " + to_string(input.args[0].tensor.dtype()) + " tensor";
 }
 
 const char* to_string(Device device) { return enum_name(k_devices, device); }

@@ -156,6 +156,12 @@ struct Experiment {
 // "<path>:<line>:<col>: <message>" on any problem.
 Experiment load_experiment(const std::string& path);
 
+// "" when `input` is one float32 tensor, which every feature takes; else what it is, for
+// the errors of the features that take only that in this version (tier 2 and explain,
+// --mitigate, float32_modules, aoti, onnxruntime): "input 'p' names forward's arguments
+// under 'args'", "input 't' is one int64 tensor".
+std::string input_feature_limit(const InputSpec& input);
+
 // Same from text; `path` is used for messages and to resolve relative paths.
 Experiment parse_experiment(const std::string& yaml_text, const std::string& path);
 

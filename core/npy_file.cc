@@ -1,6 +1,8 @@
 #include "core/npy_file.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -141,28 +143,81 @@ class HeaderParser {
   size_t m_pos = 0;
 };
 
-std::string dtype_name(const std::string& descr) {
-  const std::string kind = descr.size() > 1 ? descr.substr(1) : descr;
-  if (kind == "f8") {
-    return "float64";
+// The NumPy type codes driftgate reads: a kind letter and a size ("i8"), and "b1", "u1",
+// "i1" whose byte order is '|'.
+struct TypeCode {
+  const char* code;
+  ElementType type;
+};
+constexpr TypeCode k_type_codes[] = {
+    {"f2", ElementType::k_float16}, {"f4", ElementType::k_float32}, {"f8", ElementType::k_float64},
+    {"i1", ElementType::k_int8},    {"i2", ElementType::k_int16},   {"i4", ElementType::k_int32},
+    {"i8", ElementType::k_int64},   {"u1", ElementType::k_uint8},   {"b1", ElementType::k_bool}};
+
+// What a refused descr holds and the NumPy call that converts it to a dtype driftgate reads.
+std::string refused_type(const std::string& descr) {
+  const std::string code = descr.size() > 1 ? descr.substr(1) : descr;
+  const char kind = code.empty() ? '?' : code[0];
+  std::string held = "'" + descr + "'";
+  std::string target = "float32";
+  if (kind == 'u') {
+    held = "uint" + std::to_string(8 * std::atoi(code.c_str() + 1));
+    target = "int64";
+  } else if (kind == 'c') {
+    return "holds complex" + std::to_string(8 * std::atoi(code.c_str() + 1)) +
+           ", which driftgate does not feed; save the real part (numpy.save(path, "
+           "numpy.real(array).astype(numpy.float32)))";
+  } else if (kind == 'f') {
+    held = "float" + std::to_string(8 * std::atoi(code.c_str() + 1));
+  } else if (kind == 'i') {
+    held = "int" + std::to_string(8 * std::atoi(code.c_str() + 1));
+    target = "int64";
+  } else if (kind == 'U' || kind == 'S' || kind == 'O') {
+    held = kind == 'O' ? "Python objects" : "strings";
   }
-  if (kind == "f2") {
-    return "float16";
-  }
-  if (kind == "u1") {
-    return "uint8";
-  }
-  if (kind == "i8") {
-    return "int64";
-  }
-  if (kind == "i4") {
-    return "int32";
-  }
-  if (kind == "b1") {
-    return "bool";
-  }
-  return "'" + descr + "'";
+  return "holds " + held + ", which driftgate does not feed (it reads float16, float32, float64, int8, int16, " +
+         "int32, int64, uint8 and bool); convert it (numpy.save(path, array.astype(numpy." + target + ")))";
 }
+
+bool known_type(const std::string& descr, ElementType& type) {
+  if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '>' && descr[0] != '=' && descr[0] != '|')) {
+    return false;
+  }
+  for (const TypeCode& entry : k_type_codes) {
+    if (descr.compare(1, 2, entry.code) == 0) {
+      type = entry.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int element_size(ElementType type) {
+  switch (type) {
+    case ElementType::k_float16:
+    case ElementType::k_int16:
+      return 2;
+    case ElementType::k_float32:
+    case ElementType::k_int32:
+      return 4;
+    case ElementType::k_float64:
+    case ElementType::k_int64:
+      return 8;
+    case ElementType::k_int8:
+    case ElementType::k_uint8:
+    case ElementType::k_bool:
+      return 1;
+  }
+  return 1;
+}
+
+bool is_floating(ElementType type) {
+  return type == ElementType::k_float16 || type == ElementType::k_float32 || type == ElementType::k_float64;
+}
+
+namespace {
 
 NpyHeader parse_header(const std::string& file, std::ifstream& in, uint64_t file_size) {
   char prefix[k_magic_size + 2];
@@ -204,10 +259,8 @@ NpyHeader parse_header(const std::string& file, std::ifstream& in, uint64_t file
   NpyHeader header = HeaderParser(file, text).parse();
   header.data_offset = header_start + header_size;
 
-  if (header.descr != "<f4" && header.descr != ">f4" && header.descr != "=f4") {
-    refuse(file, "holds " + dtype_name(header.descr) +
-                     "; driftgate feeds float32 tensors: save it as float32 "
-                     "(numpy.save(path, array.astype(numpy.float32)))");
+  if (!known_type(header.descr, header.type)) {
+    refuse(file, refused_type(header.descr));
   }
   if (header.fortran_order) {
     refuse(file, "is in Fortran order; save a C-order array (numpy.save(path, numpy.ascontiguousarray(array)))");
@@ -227,9 +280,9 @@ NpyHeader parse_header(const std::string& file, std::ifstream& in, uint64_t file
     }
     elements *= dimension;
   }
-  const uint64_t expected = header.data_offset + static_cast<uint64_t>(elements) * 4;
+  const uint64_t expected = header.data_offset + static_cast<uint64_t>(elements) * element_size(header.type);
   if (file_size != expected) {
-    refuse(file, "is " + std::to_string(file_size) + " bytes, but a float32 array of shape " +
+    refuse(file, "is " + std::to_string(file_size) + " bytes, but a " + to_string(header.type) + " array of shape " +
                      shape_text(header.shape) + " after the header makes " + std::to_string(expected) +
                      (file_size < expected ? " (truncated?)" : " (trailing bytes: several arrays? use one per file)"));
   }
@@ -262,26 +315,34 @@ NpyHeader read_npy_header(const std::string& file) {
   return parse_header(file, in, size);
 }
 
-NpyArray read_npy_float32(const std::string& file) {
+NpyArray read_npy(const std::string& file) {
   uint64_t size = 0;
   std::ifstream in = open(file, size);
   NpyHeader header = parse_header(file, in, size);
   NpyArray array;
   array.shape = header.shape;
-  const size_t elements = static_cast<size_t>((size - header.data_offset) / 4);
-  array.values.resize(elements);
+  array.type = header.type;
+  array.bytes.resize(static_cast<size_t>(size - header.data_offset));
   in.seekg(static_cast<std::streamoff>(header.data_offset));
-  if (!in.read(reinterpret_cast<char*>(array.values.data()), static_cast<std::streamsize>(elements * 4))) {
+  if (!in.read(reinterpret_cast<char*>(array.bytes.data()), static_cast<std::streamsize>(array.bytes.size()))) {
     refuse(file, "could not read the array's bytes");
   }
   const uint16_t probe = 1;
   const bool little_host = *reinterpret_cast<const unsigned char*>(&probe) == 1;
   const bool swap = (header.descr[0] == '<' && !little_host) || (header.descr[0] == '>' && little_host);
-  if (swap) {
-    for (float& value : array.values) {
-      auto* bytes = reinterpret_cast<unsigned char*>(&value);
-      std::swap(bytes[0], bytes[3]);
-      std::swap(bytes[1], bytes[2]);
+  const size_t width = static_cast<size_t>(element_size(header.type));
+  if (swap && width > 1) {
+    for (size_t offset = 0; offset < array.bytes.size(); offset += width) {
+      std::reverse(array.bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+                   array.bytes.begin() + static_cast<std::ptrdiff_t>(offset + width));
+    }
+  }
+  if (header.type == ElementType::k_bool) {
+    for (unsigned char byte : array.bytes) {
+      if (byte > 1) {
+        refuse(file, "holds a bool that is neither 0 nor 1 (byte " + std::to_string(byte) +
+                         "); write it with numpy.save(path, array.astype(numpy.bool_))");
+      }
     }
   }
   return array;

@@ -152,6 +152,26 @@ RunHeader parse_header(const Json& json) {
         experiment.tolerance_overrides.push_back(parse_tolerance_override(entry));
       }
     }
+    if (item.contains("input_args")) {
+      for (const auto& entry : JsonFields(item).get("input_args")) {
+        InputArgumentsRecord input;
+        input.input = JsonFields(entry).text("input");
+        require_printable(input.input, "input name");
+        for (const auto& arg : JsonFields(entry).get("args")) {
+          const JsonFields arg_fields(arg);
+          InputArgumentRecord record;
+          record.name = arg_fields.text("name");
+          record.dtype = arg_fields.text("dtype");
+          record.shape = arg_fields.integers("shape");
+          record.source = arg_fields.text("source");
+          record.path = arg_fields.has("path") ? arg_fields.text("path") : "";
+          record.hash = arg_fields.has("hash") ? arg_fields.text("hash") : "";
+          require_printable(record.name, "argument name");
+          input.args.push_back(std::move(record));
+        }
+        experiment.input_args.push_back(std::move(input));
+      }
+    }
     require_printable(experiment.name, "experiment name");
     for (const auto& name : experiment.inputs) {
       require_printable(name, "input name");
@@ -324,6 +344,21 @@ std::string header_to_json_line(const RunHeader& header) {
       Json& overrides = experiments.back()["tolerances"] = Json::array();
       for (const ToleranceOverride& entry : experiment.tolerance_overrides) {
         overrides.push_back(tolerance_override_json(entry));
+      }
+    }
+    if (!experiment.input_args.empty()) {
+      Json& inputs = experiments.back()["input_args"] = Json::array();
+      for (const InputArgumentsRecord& input : experiment.input_args) {
+        Json args = Json::array();
+        for (const InputArgumentRecord& arg : input.args) {
+          Json item{{"name", arg.name}, {"dtype", arg.dtype}, {"shape", arg.shape}, {"source", arg.source}};
+          if (!arg.path.empty()) {
+            item["path"] = arg.path;
+            item["hash"] = arg.hash;
+          }
+          args.push_back(std::move(item));
+        }
+        inputs.push_back(Json{{"input", input.input}, {"args", std::move(args)}});
       }
     }
   }

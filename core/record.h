@@ -39,6 +39,23 @@ struct CommitInfo {
 
 // One experiment as the run saw it: enough to re-derive the expected check count
 // and to tell "the model changed" apart from drift.
+// One argument of one input as the run header lists it (`input_args`); a List[Tensor]'s
+// items are listed one by one as "name[0]", "name[1]", ...
+struct InputArgumentRecord {
+  std::string name;            // forward's argument; "" for the one tensor of an input without `args:`
+  std::string dtype;           // "int64"; a scalar's: "int64", "float64" or "bool"
+  std::vector<int64_t> shape;  // [] for a scalar
+  std::string source;          // "tensor", "image", "random(normal, seed 0)", "random_int(0, 512, seed 3)",
+                               // "fill(1)", "value(16)"
+  std::string path;            // files (tensor, image): as the config resolves it; else ""
+  std::string hash;            // files: git blob id (SHA-1) of the file's bytes; else ""
+};
+
+struct InputArgumentsRecord {
+  std::string input;
+  std::vector<InputArgumentRecord> args;
+};
+
 struct ExperimentHeader {
   std::string name;
   std::string config_path;
@@ -51,6 +68,9 @@ struct ExperimentHeader {
   Tolerance tolerance;
   std::string tolerance_origin;                          // "configs/x.yaml:12:3" or "default"
   std::vector<ToleranceOverride> tolerance_overrides{};  // `tolerances:`, written only when there are some
+  // Each input's arguments (`input_args`), written only when some input is other than one
+  // float32 tensor (`args:`, or a tensor of another dtype); older files have none.
+  std::vector<InputArgumentsRecord> input_args{};
 };
 
 // Which slice of the suite a run file holds: `run --shard i/N` writes shard i of N

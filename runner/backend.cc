@@ -251,8 +251,8 @@ std::string forward_signature_problem(const torch::jit::Module& module) {
   }
   return "forward takes " + std::to_string(required.size()) + " required inputs" +
          (names.empty() ? "" : " (" + names + ")") +
-         "; driftgate feeds one tensor (or one list of tensors): wrap the model in a module whose forward "
-         "takes one input";
+         "; an input without 'args' is one tensor (or one list of tensors): name forward's arguments under "
+         "the input's 'args' (docs/configuration.md#inputs)";
 }
 
 using torch::jit::Block;
@@ -505,7 +505,19 @@ BackendSource BackendSource::of(const Experiment& experiment, int threads, const
   BackendSource source(experiment.config_path, experiment.model_path, threads, experiment.aoti_package_path,
                        experiment.onnx_model_path);
   source.onnx_worker = onnx_worker;
+  source.arguments_checked = std::any_of(experiment.inputs.begin(), experiment.inputs.end(),
+                                         [](const InputSpec& input) { return input.named; });
   return source;
+}
+
+c10::FunctionSchema forward_schema(const BackendSource& source) {
+  torch::jit::Module module = load_model_file(source, at::Device(at::kCPU));
+  auto forward = module.find_method("forward");  // c10::optional in LibTorch 1.13
+  if (!forward) {
+    throw ModelFileError(source.config_path + ": model '" + source.model_path +
+                         "': the module has no forward method; driftgate calls forward(input)");
+  }
+  return forward->function().getSchema();
 }
 
 BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSource& source) {
@@ -529,7 +541,12 @@ BackendInstance BackendInstance::load(const BackendSpec& spec, const BackendSour
     return instance;
   }
   instance.m_module = load_model_file(source, device_of(spec.device));
-  if (std::string problem = forward_signature_problem(instance.m_module); !problem.empty()) {
+  if (source.arguments_checked && !instance.m_module.find_method("forward")) {
+    throw ModelFileError(source.config_path + ": model '" + source.model_path +
+                         "': the module has no forward method; driftgate calls forward(input)");
+  }
+  if (std::string problem = source.arguments_checked ? "" : forward_signature_problem(instance.m_module);
+      !problem.empty()) {
     throw ModelFileError(source.config_path + ": model '" + source.model_path + "': " + problem);
   }
   try {
@@ -858,33 +875,60 @@ at::Tensor BackendInstance::prepare_input(const at::Tensor& input) const {
   const bool floating = input.is_floating_point() && !m_spec.autocast;
   // float32_modules: the graph casts the input itself (apply_float32_modules).
   const at::ScalarType dtype = m_spec.float32_modules.empty() ? scalar_type(m_spec.dtype) : at::kFloat;
-  const at::MemoryFormat format = m_spec.memory_format == MemoryFormat::k_channels_last && input.dim() == 4
-                                      ? at::MemoryFormat::ChannelsLast
-                                      : at::MemoryFormat::Preserve;
+  const at::MemoryFormat format =
+      m_spec.memory_format == MemoryFormat::k_channels_last && input.dim() == 4 && input.is_floating_point()
+          ? at::MemoryFormat::ChannelsLast
+          : at::MemoryFormat::Preserve;
   return input.to(input.options().device(device_of(m_spec.device)).dtype(floating ? dtype : input.scalar_type()),
                   /*non_blocking=*/false, /*copy=*/true, format);
 }
 
-c10::IValue BackendInstance::forward(const at::Tensor& input) {
+ModelInput BackendInstance::prepare_arguments(const ModelInput& input) const {
+  ModelInput prepared;
+  prepared.reserve(input.size());
+  for (const c10::IValue& value : input) {
+    if (value.isTensor()) {
+      prepared.emplace_back(prepare_input(value.toTensor()));
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> items;
+      for (const at::Tensor& item : value.toTensorVector()) {
+        items.push_back(prepare_input(item));
+      }
+      prepared.emplace_back(items);
+    } else {
+      prepared.push_back(value);
+    }
+  }
+  return prepared;
+}
+
+c10::IValue BackendInstance::forward(const ModelInput& input) {
   if (skipped()) {
     throw Error(m_source.config_path + ": backend '" + m_spec.name + "' is skipped: " + m_skip_reason);
   }
   try {
-    at::Tensor prepared = prepare_input(input);
+    ModelInput prepared = prepare_arguments(input);
     SettingsGuard guard(m_spec.onednn, m_threads, m_spec.tf32);
-    if (m_package) {
+    if (m_package || m_onnx) {
+      // The config reader refuses other inputs for these graphs (core/experiment.cc).
+      if (prepared.size() != 1 || !prepared[0].isTensor()) {
+        throw Error("an aoti or onnxruntime backend takes one tensor in this version");
+      }
+      if (m_onnx) {
+        return m_onnx->run(prepared[0].toTensor());  // in the worker, with the backend's own threads
+      }
       at::NoGradGuard no_grad;
-      return m_package->run(prepared);
-    }
-    if (m_onnx) {
-      return m_onnx->run(prepared);  // in the worker, with the backend's own threads
+      return m_package->run(prepared[0].toTensor());
     }
     AutocastGuard autocast(m_spec.autocast, scalar_type(m_spec.dtype));
     FuserGuard fuser(m_spec.graph == GraphMode::k_fused);
     at::NoGradGuard no_grad;
-    // torchvision detection models take List[Tensor]: the batch as a list of images.
-    const bool as_list = forward_takes_tensor_list(m_module.get_method("forward").function().getSchema());
-    return m_module.forward({forward_argument(prepared, as_list)});
+    if (prepared.size() == 1 && prepared[0].isTensor()) {
+      // torchvision detection models take List[Tensor]: the batch as a list of images.
+      const bool as_list = forward_takes_tensor_list(m_module.get_method("forward").function().getSchema());
+      return m_module.forward({forward_argument(prepared[0].toTensor(), as_list)});
+    }
+    return m_module.forward(std::move(prepared));
   } catch (const std::exception& e) {
     fail(BackendStage::k_forward, e);
   }

@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/experiment.h"
 #include "runner/aoti_package.h"
+#include "runner/inputs.h"
 #include "runner/onnx_worker.h"
 
 namespace driftgate {
@@ -49,6 +50,10 @@ struct BackendSource {
   // The ONNX Runtime worker that runs them (runner/onnx_worker.h; RunnerOptions::onnx_worker):
   // "" for driftgate-ort beside driftgate.
   std::string onnx_worker;
+  // The runner bound the inputs to forward's schema itself (an experiment with `args:`
+  // inputs: make_input with the schema), so load() checks only that forward exists;
+  // otherwise load() refuses a forward that takes more than one tensor.
+  bool arguments_checked = false;
 
   // The experiment's files, `threads` for backends that say threads: 0, and `onnx_worker`.
   static BackendSource of(const Experiment& experiment, int threads, const std::string& onnx_worker);
@@ -93,15 +98,20 @@ class BackendInstance {
   // The intra-op threads each forward runs with (the spec's, or the default).
   int threads() const { return m_threads; }
 
-  // The input as this backend sees it: its dtype, its memory format, its device;
-  // always a fresh tensor, never `input` itself, so a model that changes its input
-  // in place (x.add_(1)) cannot change what the next forward or backend is given.
+  // The input as this backend sees it: its device, and for a floating-point tensor only its
+  // dtype and (4-D) memory format; integer and bool tensors keep theirs. Always a fresh
+  // tensor, never `input` itself, so a model that changes its input in place (x.add_(1))
+  // cannot change what the next forward or backend is given.
   at::Tensor prepare_input(const at::Tensor& input) const;
+  // prepare_input on every tensor of `input` (a List[Tensor]'s items too); scalars as they are.
+  ModelInput prepare_arguments(const ModelInput& input) const;
 
-  // prepare_input, then forward() with the backend's oneDNN flag and thread
+  // prepare_arguments, then forward() with the backend's oneDNN flag and thread
   // count, restored afterwards; no autograd. Throws driftgate::Error (stage
-  // "forward") on any LibTorch error, including a `raise` in the model.
-  c10::IValue forward(const at::Tensor& input);
+  // "forward") on any LibTorch error, including a `raise` in the model. An aoti or
+  // onnxruntime backend takes one tensor.
+  c10::IValue forward(const ModelInput& input);
+  c10::IValue forward(const at::Tensor& input) { return forward(ModelInput{input}); }
 
   // `call` under the same settings as forward() (oneDNN flag, threads, autocast,
   // fuser, no autograd): tier 2's capture and re-injection forwards. Throws
@@ -146,6 +156,11 @@ class BackendInstance {
 // around the listed modules' calls: tier 2 treats them as conversions of one value
 // (runner/tier2_capture.cc), as it does layout conversions.
 inline constexpr const char* k_float32_modules_source = "driftgate_float32_modules_cast";
+
+// forward's schema (arguments[0] is self), read from the model file loaded on the CPU, for
+// the runner to bind an experiment's `args:` inputs before any forward. Throws
+// ModelFileError as BackendInstance::load does, and when the module has no forward.
+c10::FunctionSchema forward_schema(const BackendSource& source);
 
 // The modules a backend may list under `float32_modules` for this model, as named_modules()
 // names them, in the order forward first calls them: the coarsest modules forward calls

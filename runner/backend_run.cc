@@ -94,7 +94,7 @@ c10::IValue densify(const c10::IValue& value) {
 // Runs `plan` on one input: the repeats' outputs go to `outputs`; returns the times of
 // the timed runs. Each time covers the forward and making its output dense, what a
 // caller needs before it can use the output.
-std::vector<double> planned_forwards(BackendInstance& instance, const at::Tensor& input, const ForwardPlan& plan,
+std::vector<double> planned_forwards(BackendInstance& instance, const ModelInput& input, const ForwardPlan& plan,
                                      std::vector<c10::IValue>& outputs) {
   const int repeats = std::max(1, plan.repeats);
   for (int r = 0; r < repeats; ++r) {
@@ -128,7 +128,7 @@ std::vector<size_t> stage_inputs(size_t stage, size_t count, const std::vector<b
 // The child: from (stage, position) on, loads each stage's backend and runs its
 // inputs in order, reporting each, then exits. The parent mirrors this order.
 [[noreturn]] void child_main(int fd, const std::vector<Stage>& stages, const BackendSource& source,
-                             const std::vector<at::Tensor>& inputs, size_t first_stage, size_t first_position,
+                             const std::vector<ModelInput>& inputs, size_t first_stage, size_t first_position,
                              std::vector<bool> reference_failed, const TimingTrace& trace) {
   for (size_t stage = first_stage; stage < stages.size(); ++stage) {
     std::vector<size_t> indices = stage_inputs(stage, inputs.size(), reference_failed);
@@ -279,7 +279,7 @@ std::string format_seconds(double seconds) {
 }  // namespace
 
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
-                                     const std::vector<at::Tensor>& inputs, double timeout_s, const TimingTrace& trace,
+                                     const std::vector<ModelInput>& inputs, double timeout_s, const TimingTrace& trace,
                                      const std::function<void(size_t stage, size_t input)>& on_input) {
   auto input_done = [&](size_t stage, size_t input) {
     if (on_input) {
@@ -435,7 +435,7 @@ std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const Bac
 
 namespace {
 
-BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
+BackendRun run_in_process(const BackendSpec& spec, const BackendSource& source, const std::vector<ModelInput>& inputs,
                           const std::vector<bool>& wanted, const BackendRunOptions& options,
                           const BackendInstance* alias_reference, std::optional<BackendInstance>* keep) {
   BackendRun run;
@@ -506,7 +506,7 @@ Forwards make_forwards(std::vector<c10::IValue> outputs, std::vector<double> tim
   return forwards;
 }
 
-BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
+BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, const std::vector<ModelInput>& inputs,
                        const std::vector<bool>& wanted, const BackendRunOptions& options,
                        const BackendInstance* alias_reference, std::optional<BackendInstance>* keep) {
   return run_in_process(spec, source, inputs, wanted, options, alias_reference, keep);

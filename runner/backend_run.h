@@ -29,6 +29,7 @@
 
 #include "core/experiment.h"
 #include "runner/backend.h"
+#include "runner/inputs.h"
 #include "runner/timing_trace.h"
 
 namespace driftgate {
@@ -79,7 +80,7 @@ struct BackendRunOptions {
 // Runs `spec` on inputs[i] for every i with wanted[i], in this process.
 // `alias_reference`, when given, is checked with check_no_shared_storage (a failure
 // is a load error) and `keep` receives the loaded instance.
-BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, const std::vector<at::Tensor>& inputs,
+BackendRun run_backend(const BackendSpec& spec, const BackendSource& source, const std::vector<ModelInput>& inputs,
                        const std::vector<bool>& wanted, const BackendRunOptions& options,
                        const BackendInstance* alias_reference = nullptr,
                        std::optional<BackendInstance>* keep = nullptr);
@@ -102,7 +103,7 @@ struct Stage {
 // its load_messages, while it ran an input in that input's messages, and the last line
 // before a crash or a timeout also ends that error's text.
 std::vector<BackendRun> run_isolated(const std::vector<Stage>& stages, const BackendSource& source,
-                                     const std::vector<at::Tensor>& inputs, double timeout_s,
+                                     const std::vector<ModelInput>& inputs, double timeout_s,
                                      const TimingTrace& trace = TimingTrace(),
                                      const std::function<void(size_t stage, size_t input)>& on_input = {});
 

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/image_check.h"
 #include "core/tolerance.h"
 #include "runner/backend.h"
 #include "runner/backend_messages.h"
@@ -30,6 +31,100 @@
 namespace driftgate {
 namespace {
 
+// "0.5", "16": a number as the header's source text shows it.
+std::string number_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+InputArgumentRecord describe_source(const std::string& name, const TensorSource& source) {
+  InputArgumentRecord record;
+  record.name = name;
+  record.dtype = to_string(source.dtype());
+  switch (source.kind) {
+    case TensorSource::Kind::k_tensor:
+      record.shape = source.tensor.shape;
+      record.source = "tensor";
+      record.path = source.tensor.path;
+      record.hash = hash_file(source.tensor.path);
+      break;
+    case TensorSource::Kind::k_image: {
+      const ImageInput& image = source.image;
+      record.source = "image";
+      record.path = image.path;
+      record.hash = hash_file(image.path);
+      if (image.width > 0) {
+        record.shape = {1, 3, image.height, image.width};
+      } else {
+        const ImageInfo info = read_checked_image(image.path).info;
+        record.shape = {1, 3, static_cast<int64_t>(info.height), static_cast<int64_t>(info.width)};
+      }
+      break;
+    }
+    case TensorSource::Kind::k_random:
+      record.shape = source.random.shape;
+      record.source = std::string("random(") +
+                      (source.random.distribution == Distribution::k_uniform ? "uniform" : "normal") + ", seed " +
+                      std::to_string(source.random.seed) + ")";
+      break;
+    case TensorSource::Kind::k_random_int:
+      record.shape = source.random_int.shape;
+      record.source = "random_int(" + std::to_string(source.random_int.low) + ", " +
+                      std::to_string(source.random_int.high) + ", seed " + std::to_string(source.random_int.seed) + ")";
+      break;
+    case TensorSource::Kind::k_fill:
+      record.shape = source.fill.shape;
+      record.source = "fill(" + number_text(source.fill.value) + ")";
+      break;
+  }
+  return record;
+}
+
+// Each input's arguments for the run header: for experiments with an input other than one
+// float32 tensor only, so that the headers of other suites stay as they were.
+std::vector<InputArgumentsRecord> describe_inputs(const Experiment& experiment) {
+  std::vector<InputArgumentsRecord> described;
+  if (std::all_of(experiment.inputs.begin(), experiment.inputs.end(),
+                  [](const InputSpec& input) { return input.single_float32_tensor(); })) {
+    return described;
+  }
+  for (const InputSpec& input : experiment.inputs) {
+    InputArgumentsRecord record;
+    record.input = input.name;
+    for (const InputArgument& argument : input.args) {
+      switch (argument.kind) {
+        case InputArgument::Kind::k_tensor:
+          record.args.push_back(describe_source(argument.name, argument.tensor));
+          break;
+        case InputArgument::Kind::k_tensor_list:
+          for (size_t i = 0; i < argument.list.size(); ++i) {
+            record.args.push_back(describe_source(argument.name + "[" + std::to_string(i) + "]", argument.list[i]));
+          }
+          break;
+        case InputArgument::Kind::k_int:
+          record.args.push_back(
+              {argument.name, "int64", {}, "value(" + std::to_string(argument.int_value) + ")", "", ""});
+          break;
+        case InputArgument::Kind::k_float:
+          record.args.push_back(
+              {argument.name, "float64", {}, "value(" + number_text(argument.float_value) + ")", "", ""});
+          break;
+        case InputArgument::Kind::k_bool:
+          record.args.push_back({argument.name,
+                                 "bool",
+                                 {},
+                                 std::string("value(") + (argument.bool_value ? "true" : "false") + ")",
+                                 "",
+                                 ""});
+          break;
+      }
+    }
+    described.push_back(std::move(record));
+  }
+  return described;
+}
+
 ExperimentHeader make_header(const Experiment& experiment) {
   ExperimentHeader header;
   header.name = experiment.name;
@@ -45,6 +140,7 @@ ExperimentHeader make_header(const Experiment& experiment) {
   header.tolerance = experiment.tolerance;
   header.tolerance_origin = experiment.tolerance_origin;
   header.tolerance_overrides = experiment.tolerance_overrides;
+  header.input_args = describe_inputs(experiment);
   if (experiment.tolerance_per_dtype) {
     // What a float32 output gets; each check records what its own dtypes got.
     Tolerance defaults = assert_close_defaults("float32", "float32");
@@ -53,6 +149,13 @@ ExperimentHeader make_header(const Experiment& experiment) {
     header.tolerance_origin += " (atol/rtol: assert_close defaults per dtype)";
   }
   return header;
+}
+
+// Whether any input of `experiment` names forward's arguments (`args:`): the runner then
+// binds every input to forward's schema itself (BackendSource::arguments_checked).
+bool arguments_named(const Experiment& experiment) {
+  return std::any_of(experiment.inputs.begin(), experiment.inputs.end(),
+                     [](const InputSpec& input) { return input.named; });
 }
 
 std::string format_ms(double ms) {
@@ -71,7 +174,7 @@ class ExperimentRun {
                                 experiment.inputs.size());
   }
 
-  ExperimentRun(const Experiment& experiment, const std::vector<at::Tensor>& inputs, const RunnerOptions& options,
+  ExperimentRun(const Experiment& experiment, const std::vector<ModelInput>& inputs, const RunnerOptions& options,
                 std::ostream& log, Progress* progress = nullptr)
       : m_progress(progress),
         m_experiment(experiment),
@@ -462,11 +565,17 @@ class ExperimentRun {
     if (wanted.empty()) {
       return;
     }
+    // Tier 2 left at its default skips what it cannot capture yet (an explicit
+    // `activations:` with such inputs is a config error: core/experiment.cc).
+    if (std::string limit = input_feature_limit(m_experiment.inputs[input]); !limit.empty()) {
+      log_line(input, t, "tier 2: skipped: " + limit + "; tier 2 captures forwards of one float32 tensor");
+      return;
+    }
     const LocalizeRequest request = localize_request_for(m_experiment, spec, m_source);
+    const at::Tensor& tensor = m_inputs[input][0].toTensor();
     try {
-      Localization localization = m_backend_options.isolate
-                                      ? localize_isolated(request, m_inputs[input], m_experiment.timeout_s)
-                                      : localize_request(request, m_inputs[input]);
+      Localization localization = m_backend_options.isolate ? localize_isolated(request, tensor, m_experiment.timeout_s)
+                                                            : localize_request(request, tensor);
       log_line(input, t, "tier 2: " + describe_localization(localization));
       for (CheckRecord* record : wanted) {
         record->localization = localization;
@@ -547,7 +656,7 @@ class ExperimentRun {
   Progress* m_progress;
   int64_t m_steps = 0;  // progress steps this experiment made
   const Experiment& m_experiment;
-  const std::vector<at::Tensor>& m_inputs;
+  const std::vector<ModelInput>& m_inputs;
   BackendSource m_source;
   BackendRunOptions m_backend_options;
   std::ostream& m_log;
@@ -602,8 +711,9 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
   run.header.tool_version = DRIFTGATE_VERSION;
   run.header.commit = commit;
   run.header.environment = environment;
-  // User errors (missing files, bad images) surface before any forward runs.
-  std::vector<std::vector<at::Tensor>> inputs;
+  // User errors (missing files, bad images, arguments forward does not take) surface
+  // before any forward runs.
+  std::vector<std::vector<ModelInput>> inputs;
   if (options.shard.count < 1 || options.shard.index < 0 || options.shard.index >= options.shard.count) {
     throw Error("--shard " + std::to_string(options.shard.index) + "/" + std::to_string(options.shard.count) +
                 ": the index must be 0..N-1 and N at least 1");
@@ -620,14 +730,26 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
   FileHashes hashes = FileHashes::start(std::move(hashed_paths));
   for (size_t index = 0; index < slice.size(); ++index) {
     const Experiment& experiment = slice[index];
-    std::vector<at::Tensor> tensors;
+    std::vector<ModelInput> tensors;
     try {
       // Every shard's header describes the whole suite (merge requires the same
       // experiments in every file); only the checks are the slice's.
       run.header.experiments.push_back(make_header(experiments[index]));
+      if (options.mitigate) {
+        for (const InputSpec& spec : experiments[index].inputs) {
+          if (std::string limit = input_feature_limit(spec); !limit.empty()) {
+            throw Error(limit +
+                        ", and --mitigate searches fallbacks for inputs of one float32 tensor in this "
+                        "version; run without --mitigate, or mitigate an experiment whose inputs are one "
+                        "float32 tensor each");
+          }
+        }
+      }
       TimingTrace::Phase input_phase(options.trace, experiment.config_path + ": make inputs");
-      for (const auto& spec : experiment.inputs) {
-        tensors.push_back(make_input(spec));
+      if (!arguments_named(experiment)) {
+        for (const auto& spec : experiment.inputs) {
+          tensors.push_back({make_input(spec)});
+        }
       }
       input_phase.end();
       // A file that is no TorchScript archive at all is a config error, not a crash_ref.
@@ -637,6 +759,23 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
       if (!problem.empty()) {
         throw Error("model file '" + experiments[index].model_path + "' " + problem);
       }
+      if (arguments_named(experiment)) {
+        TimingTrace::Phase bind_phase(options.trace, experiment.config_path + ": load forward's schema, make inputs");
+        // Bound to forward's schema here, once, before any forward: a mismatch is a config error.
+        const c10::FunctionSchema schema =
+            forward_schema(BackendSource::of(experiment, options.threads, options.onnx_worker));
+        for (const auto& spec : experiment.inputs) {
+          try {
+            tensors.push_back(make_input(spec, schema));
+          } catch (const ModelFileError&) {
+            throw;
+          } catch (const Error& e) {
+            throw ModelFileError(experiment.config_path + ": model '" + experiment.model_path + "': " + e.what());
+          }
+        }
+      }
+    } catch (const ModelFileError&) {
+      throw;
     } catch (const Error& e) {
       throw Error(experiment.config_path + ": " + e.what());
     }
@@ -659,7 +798,7 @@ RunFile run_experiments(const std::vector<Experiment>& experiments, const Commit
     if (options.mitigate) {
       // Variants run on the failing inputs only: their tensors, looked up by name.
       const auto run_variant = [&](const Experiment& variant) {
-        std::vector<at::Tensor> subset;
+        std::vector<ModelInput> subset;
         for (const InputSpec& spec : variant.inputs) {
           for (size_t i = 0; i < slice[e].inputs.size(); ++i) {
             if (slice[e].inputs[i].name == spec.name) {

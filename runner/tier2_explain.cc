@@ -41,6 +41,11 @@ Localization explain_check(const Experiment& experiment, const std::string& inpu
       experiment.inputs, input, [](const InputSpec& spec) { return spec.name; }, "input", where);
   const BackendSpec& target_spec = find_named(
       experiment.targets, target, [](const BackendSpec& spec) { return spec.name; }, "target", where);
+  if (std::string limit = input_feature_limit(input_spec); !limit.empty()) {
+    throw Error(where + limit +
+                ", and explain captures forwards of one float32 tensor in this version; explain "
+                "an input of one float32 tensor, or read the check's tier-1 record");
+  }
   if (!options.target_model.empty() && !std::filesystem::is_regular_file(options.target_model)) {
     throw Error("--target-model '" + options.target_model + "': no such file");
   }

@@ -71,14 +71,14 @@ TEST_F(ExperimentTest, ParsesEverything) {
   EXPECT_EQ(e.name, "tiny");
   EXPECT_EQ(e.model_path, (m_dir / "m.pt").string());
   ASSERT_EQ(e.inputs.size(), 2U);
-  EXPECT_EQ(e.inputs[0].kind, InputSpec::Kind::k_image);
-  EXPECT_EQ(e.inputs[0].image.height, 224);
-  EXPECT_EQ(e.inputs[0].image.width, 200);
-  EXPECT_DOUBLE_EQ(e.inputs[0].image.std[2], 0.225);
-  EXPECT_EQ(e.inputs[1].kind, InputSpec::Kind::k_random);
-  EXPECT_EQ(e.inputs[1].random.shape, (std::vector<int64_t>{1, 3, 8, 8}));
-  EXPECT_EQ(e.inputs[1].random.seed, 7U);
-  EXPECT_EQ(e.inputs[1].random.distribution, Distribution::k_uniform);
+  EXPECT_EQ(e.inputs[0].args[0].tensor.kind, TensorSource::Kind::k_image);
+  EXPECT_EQ(e.inputs[0].args[0].tensor.image.height, 224);
+  EXPECT_EQ(e.inputs[0].args[0].tensor.image.width, 200);
+  EXPECT_DOUBLE_EQ(e.inputs[0].args[0].tensor.image.std[2], 0.225);
+  EXPECT_EQ(e.inputs[1].args[0].tensor.kind, TensorSource::Kind::k_random);
+  EXPECT_EQ(e.inputs[1].args[0].tensor.random.shape, (std::vector<int64_t>{1, 3, 8, 8}));
+  EXPECT_EQ(e.inputs[1].args[0].tensor.random.seed, 7U);
+  EXPECT_EQ(e.inputs[1].args[0].tensor.random.distribution, Distribution::k_uniform);
   EXPECT_EQ(e.reference.name, "cpu_fp32");
   ASSERT_EQ(e.targets.size(), 4U);
   EXPECT_FALSE(e.targets[0].onednn);
@@ -424,8 +424,8 @@ const BadConfig k_bad_configs[] = {
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2, 0]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:3:40: a shape dimension must be between 1 and 1048576, got 0"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r}]\ntargets: [frozen]\n",
-     "DIR/x.yaml:3:10: input 'r' needs exactly one of 'image' (a file), 'random' (a seeded tensor) or 'tensor' (a "
-     "NumPy .npy file)"},
+     "DIR/x.yaml:3:10: input 'r' needs exactly one of 'image' (a file), 'random' (a seeded tensor), 'random_int' "
+     "(seeded integers), 'fill' (a constant) or 'tensor' (a NumPy .npy file)"},
     {"name: ../evil\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n",
      "DIR/x.yaml:1:7: experiment name '../evil' must be 1-64 characters of letters, digits, '_', '-' or '.'"},
     {"name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\nbackends:\n  b: {dtype: "
@@ -587,16 +587,17 @@ TEST_F(ExperimentTest, TensorInputReadsTheShapeAndChecksIt) {
   write_npy((m_dir / "x.npy").string());
   Experiment e = parse("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: x.npy, shape: [1, 2]}]\ntargets: [frozen]\n");
   ASSERT_EQ(e.inputs.size(), 1u);
-  EXPECT_EQ(e.inputs[0].kind, InputSpec::Kind::k_tensor);
-  EXPECT_EQ(e.inputs[0].tensor.path, (m_dir / "x.npy").string());
-  EXPECT_EQ(e.inputs[0].tensor.shape, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(e.inputs[0].args[0].tensor.kind, TensorSource::Kind::k_tensor);
+  EXPECT_EQ(e.inputs[0].args[0].tensor.tensor.path, (m_dir / "x.npy").string());
+  EXPECT_EQ(e.inputs[0].args[0].tensor.tensor.shape, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: x.npy, shape: [1, 3]}]\ntargets: [frozen]\n"),
             "DIR/x.yaml:3:42: tensor file 'x.npy' has shape [1, 2], the config expects [1, 3]; save the array the "
             "model takes or fix 'shape'");
-  write_npy((m_dir / "d.npy").string(), "<f8");
+  write_npy((m_dir / "d.npy").string(), "<u2");
   EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: d.npy}]\ntargets: [frozen]\n"),
-            "DIR/x.yaml:3:28: tensor file 'DIR/d.npy': holds float64; driftgate feeds float32 tensors: save it as "
-            "float32 (numpy.save(path, array.astype(numpy.float32)))");
+            "DIR/x.yaml:3:28: tensor file 'DIR/d.npy': holds uint16, which driftgate does not feed (it reads float16, "
+            "float32, float64, int8, int16, int32, int64, uint8 and bool); convert it (numpy.save(path, "
+            "array.astype(numpy.int64)))");
   EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: t, tensor: none.npy}]\ntargets: [frozen]\n"),
             "DIR/x.yaml:3:28: tensor file 'none.npy' not found (looked for DIR/none.npy)");
   EXPECT_EQ(error_of("name: a\nmodel: m.pt\ninputs: [{name: r, random: {shape: [2]}, shape: [2]}]\ntargets: "
@@ -619,7 +620,7 @@ TEST_F(ExperimentTest, NumbersAtTheEndsOfTheRangeAndCoreTagsAreAccepted) {
   Experiment e = parse(head + "targets: [frozen]\ntolerance: {atol: 2.2250738585072014e-308, rtol: 0e-999}\n");
   EXPECT_EQ(e.tolerance.atol, 0x1p-1022);  // DBL_MIN, written as hex by hand
   EXPECT_EQ(e.tolerance.rtol, 0.0);
-  EXPECT_EQ(e.inputs[0].random.seed, uint64_t{9223372036854775807});
+  EXPECT_EQ(e.inputs[0].args[0].tensor.random.seed, uint64_t{9223372036854775807});
   e = parse(head + "targets: [frozen]\ntolerance: {atol: !!float 1.7976931348623157e+308, rtol: !!str 1}\n");
   EXPECT_EQ(e.tolerance.atol, 0x1.fffffffffffffp+1023);  // DBL_MAX
   EXPECT_EQ(e.tolerance.rtol, 1.0);
@@ -783,6 +784,32 @@ TEST_F(ExperimentTest, MissingModelNamesPrepareDemoOnlyInDriftgatesLayout) {
   EXPECT_EQ(error_of("name: a\nmodel: none.pt\ninputs: [{name: r, random: {shape: [2]}}]\ntargets: [frozen]\n"),
             "DIR/x.yaml:2:8: model file 'none.pt' not found (looked for DIR/none.pt); fix the path (relative to the "
             "config file's directory), or save the model there as TorchScript: torch.jit.script(model).save(path)");
+}
+
+}  // namespace
+}  // namespace driftgate
+
+namespace driftgate {
+namespace {
+
+// Issue 36, part 1: what does not take inputs other than one float32 tensor yet is a config
+// error before anything runs, naming the input, the feature and what to do instead.
+TEST_F(ExperimentTest, FeaturesOfOneFloat32TensorRefuseOtherInputs) {
+  const std::string named = "inputs: [{name: p, args: {ids: {random_int: {shape: [1, 4], high: 9}}}}]\n";
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\nonnx_model: m.pt\n" + named + "targets: [onnxruntime]\n"),
+            "DIR/x.yaml:4:10: input 'p' names forward's arguments under 'args', and target 'onnxruntime' (graph "
+            "onnxruntime) takes one float32 tensor in this version; put onnxruntime targets in an experiment whose "
+            "inputs are one float32 tensor each");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\n" + named + "targets: [frozen]\nactivations: always\n"),
+            "DIR/x.yaml:5:14: input 'p' names forward's arguments under 'args', and tier 2 (activations: always) "
+            "captures forwards of one float32 tensor in this version; set 'activations: off' or leave it out (tier "
+            "2 then skips such inputs)");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\naoti_package: m.pt\ninputs: [{name: i, fill: {shape: [2], value: 3, "
+                     "dtype: int64}}]\ntargets: [aoti]\n"),
+            "DIR/x.yaml:4:10: input 'i' is one int64 tensor, and target 'aoti' (graph aoti) takes one float32 tensor "
+            "in this version; put aoti targets in an experiment whose inputs are one float32 tensor each");
+  EXPECT_NO_THROW(parse("name: a\nmodel: m.pt\n" + named + "targets: [frozen]\nactivations: off\n"));
+  EXPECT_NO_THROW(parse("name: a\nmodel: m.pt\n" + named + "targets: [frozen, cpu_bf16]\n"));
 }
 
 }  // namespace

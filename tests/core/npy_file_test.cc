@@ -42,6 +42,19 @@ std::string floats_le(const std::vector<float>& values) {
   return out;
 }
 
+// The bytes of `values` as a file holds them, and as NpyArray::bytes does (little-endian hosts).
+template <typename T>
+std::string raw(const std::vector<T>& values) {
+  std::string out(values.size() * sizeof(T), '\0');
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+template <typename T>
+std::vector<unsigned char> bytes_of(const std::vector<T>& values) {
+  const std::string text = raw(values);
+  return std::vector<unsigned char>(text.begin(), text.end());
+}
+
 class NpyFileTest : public ::testing::Test {
  protected:
   std::string write(const std::string& bytes) {
@@ -52,7 +65,7 @@ class NpyFileTest : public ::testing::Test {
   std::string error_of(const std::string& bytes) {
     const std::string path = write(bytes);
     try {
-      read_npy_float32(path);
+      read_npy(path);
     } catch (const Error& e) {
       std::string message = e.what();
       return message.replace(message.find(path), path.size(), "X");
@@ -69,9 +82,10 @@ TEST_F(NpyFileTest, ReadsVersion1LittleEndianFloat32) {
   NpyHeader header = read_npy_header(path);
   EXPECT_EQ(header.descr, "<f4");
   EXPECT_EQ(header.data_offset % 64, 0u);
-  NpyArray array = read_npy_float32(path);
+  NpyArray array = read_npy(path);
   EXPECT_EQ(array.shape, (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(array.values, values);
+  EXPECT_EQ(array.type, ElementType::k_float32);
+  EXPECT_EQ(array.bytes, bytes_of(values));
 }
 
 TEST_F(NpyFileTest, ReadsVersion2AndBigEndian) {
@@ -81,17 +95,52 @@ TEST_F(NpyFileTest, ReadsVersion2AndBigEndian) {
     big += std::string(bytes.rbegin(), bytes.rend());
   }
   NpyArray array =
-      read_npy_float32(write(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", big, /*major=*/2)));
-  EXPECT_EQ(array.values, (std::vector<float>{1.0f, -3.5f}));
+      read_npy(write(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", big, /*major=*/2)));
+  EXPECT_EQ(array.bytes, bytes_of(std::vector<float>{1.0f, -3.5f}));
+}
+
+TEST_F(NpyFileTest, ReadsEveryDtypeTorchSharesExactly) {
+  const std::vector<int64_t> ids = {3, -1, int64_t{1} << 40};
+  NpyArray array = read_npy(write(npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 3), }", raw(ids))));
+  EXPECT_EQ(array.type, ElementType::k_int64);
+  EXPECT_EQ(array.bytes, bytes_of(ids));
+  std::string big_ids;  // big-endian int64, swapped to the host's order
+  for (int64_t id : ids) {
+    std::string one = raw(std::vector<int64_t>{id});
+    std::string reversed(one.rbegin(), one.rend());
+    big_ids += reversed;
+  }
+  EXPECT_EQ(read_npy(write(npy_bytes("{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }", big_ids))).bytes,
+            bytes_of(ids));
+  const std::vector<std::pair<std::string, ElementType>> codes = {
+      {"<f2", ElementType::k_float16}, {"<f8", ElementType::k_float64}, {"|i1", ElementType::k_int8},
+      {"<i2", ElementType::k_int16},   {"<i4", ElementType::k_int32},   {"|u1", ElementType::k_uint8},
+      {"|b1", ElementType::k_bool}};
+  for (const auto& [descr, type] : codes) {
+    const std::string data(static_cast<size_t>(element_size(type)) * 2, '\1');
+    NpyArray read =
+        read_npy(write(npy_bytes("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2,), }", data)));
+    EXPECT_EQ(read.type, type) << descr;
+    EXPECT_EQ(read.bytes.size(), data.size()) << descr;
+  }
+  EXPECT_EQ(error_of(npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\1\2", 2))),
+            "tensor file 'X': holds a bool that is neither 0 nor 1 (byte 2); write it with numpy.save(path, "
+            "array.astype(numpy.bool_))");
 }
 
 TEST_F(NpyFileTest, RefusesWhatItCannotFeedWithTheFixingCall) {
   EXPECT_EQ(error_of("PK\x03\x04 not an npy"),
             "tensor file 'X': not a NumPy .npy file (no \\x93NUMPY magic); write the array with "
             "numpy.save(path, array)");
-  EXPECT_EQ(error_of(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", std::string(16, '\0'))),
-            "tensor file 'X': holds float64; driftgate feeds float32 tensors: save it as float32 "
-            "(numpy.save(path, array.astype(numpy.float32)))");
+  EXPECT_EQ(error_of(npy_bytes("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", std::string(4, '\0'))),
+            "tensor file 'X': holds uint16, which driftgate does not feed (it reads float16, float32, float64, int8, "
+            "int16, int32, int64, uint8 and bool); convert it (numpy.save(path, array.astype(numpy.int64)))");
+  EXPECT_EQ(error_of(npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", std::string(16, '\0'))),
+            "tensor file 'X': holds complex64, which driftgate does not feed; save the real part (numpy.save(path, "
+            "numpy.real(array).astype(numpy.float32)))");
+  EXPECT_EQ(error_of(npy_bytes("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", std::string(24, '\0'))),
+            "tensor file 'X': holds strings, which driftgate does not feed (it reads float16, float32, float64, int8, "
+            "int16, int32, int64, uint8 and bool); convert it (numpy.save(path, array.astype(numpy.float32)))");
   EXPECT_EQ(error_of(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1), }", floats_le({1, 2}))),
             "tensor file 'X': is in Fortran order; save a C-order array (numpy.save(path, "
             "numpy.ascontiguousarray(array)))");

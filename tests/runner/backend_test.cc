@@ -422,3 +422,53 @@ TEST_F(Float32ModulesTest, CandidatesAreTheCoarsestCalledModulesTakingAndReturni
 
 }  // namespace
 }  // namespace driftgate
+
+namespace driftgate {
+namespace {
+
+// Backends convert floating-point arguments only: a model that raises when its int64 ids or
+// bool mask arrive in another dtype, or its 4-D ids re-strided (channels_last), runs on every
+// converting backend, and its float argument gets the backend's dtype.
+TEST_F(BackendTest, BackendsConvertFloatingPointArgumentsOnly) {
+  torch::jit::Module module("Mixed");
+  module.register_parameter("w", at::full({1}, 1.5, at::kFloat), false);
+  module.define(R"(
+def forward(self, ids, mask, x, scale: float):
+    assert not ids.is_floating_point() and ids.element_size() == 8, "ids converted"
+    assert ids.is_contiguous(), "ids re-strided"
+    assert not mask.is_floating_point() and mask.element_size() == 1, "mask converted"
+    return torch.where(mask, x * self.w * scale, ids.to(x.dtype))
+)");
+  const std::string path = m_dir + "/mixed.pt";
+  module.save(path);
+  const ModelInput input = {at::arange(24, at::kLong).view({1, 2, 3, 4}), at::ones({1, 2, 3, 4}, at::kBool),
+                            at::linspace(-1.0, 1.0, 24, at::kFloat).view({1, 2, 3, 4}), 2.0};
+  BackendSpec channels_last = backend("channels_last");
+  channels_last.memory_format = MemoryFormat::k_channels_last;
+  BackendSpec autocast = backend_with_dtype("cpu_bf16_autocast", DType::k_bfloat16);
+  autocast.autocast = true;
+  const std::vector<std::pair<BackendSpec, at::ScalarType>> cases = {
+      {backend_with_dtype("cpu_bf16", DType::k_bfloat16), at::kBFloat16},
+      {backend_with_dtype("cpu_fp64", DType::k_float64), at::kDouble},
+      {channels_last, at::kFloat},
+      {autocast, at::kFloat}};
+  BackendSource source{"c.yaml", path, 1};
+  source.arguments_checked = true;  // as the runner does for an experiment with `args:` inputs
+  for (const auto& [spec, dtype] : cases) {
+    BackendInstance instance = BackendInstance::load(spec, source);
+    const ModelInput prepared = instance.prepare_arguments(input);
+    EXPECT_EQ(prepared[0].toTensor().scalar_type(), at::kLong) << spec.name;
+    EXPECT_TRUE(prepared[0].toTensor().is_contiguous()) << spec.name;
+    EXPECT_EQ(prepared[1].toTensor().scalar_type(), at::kBool) << spec.name;
+    EXPECT_EQ(prepared[3].toDouble(), 2.0) << spec.name;
+    at::Tensor output = instance.forward(input).toTensor();
+    EXPECT_EQ(output.scalar_type(), dtype) << spec.name;
+    EXPECT_TRUE(at::allclose(output.to(at::kFloat), input[2].toTensor() * 3.0, 1e-2, 1e-2)) << spec.name;
+  }
+  // A one-tensor input on a channels_last backend is re-strided as before.
+  BackendInstance plain = BackendInstance::load(channels_last, BackendSource{"c.yaml", m_model, 1});
+  EXPECT_TRUE(plain.prepare_input(m_input).is_contiguous(at::MemoryFormat::ChannelsLast));
+}
+
+}  // namespace
+}  // namespace driftgate

@@ -2,6 +2,7 @@
 
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/api/module.h>
 
 #include <fstream>
 
@@ -148,8 +149,10 @@ TEST(ImageInput, DecodesPngAndJpegFromTheCheckedBytes) {
 TEST(MakeInput, ErrorsNameTheInput) {
   InputSpec spec;
   spec.name = "cat";
-  spec.kind = InputSpec::Kind::k_image;
-  spec.image.path = "/nonexistent/cat.png";
+  InputArgument argument;
+  argument.tensor.kind = TensorSource::Kind::k_image;
+  argument.tensor.image.path = "/nonexistent/cat.png";
+  spec.args.push_back(argument);
   try {
     make_input(spec);
     FAIL() << "no error for a missing image";
@@ -157,6 +160,114 @@ TEST(MakeInput, ErrorsNameTheInput) {
     EXPECT_EQ(std::string(e.what()),
               "input 'cat': /nonexistent/cat.png: cannot open image (No such file or directory)");
   }
+}
+
+}  // namespace
+}  // namespace driftgate
+
+namespace driftgate {
+namespace {
+
+// Values from Debian's torch 1.13 in Python:
+//   torch.randint(0, 512, (1, 8), generator=torch.Generator().manual_seed(3))
+//   torch.randint(-5, 5, (6,), generator=torch.Generator().manual_seed(0), dtype=torch.int32)
+//   torch.randn(4, generator=torch.Generator().manual_seed(2)).to(torch.float64)
+TEST(MakeInput, RandomIntAndRandomWithADtypeEqualTorchBitForBit) {
+  RandomIntInput ids{{1, 8}, 0, 512, 3, ElementType::k_int64};
+  at::Tensor made = make_random_int_input(ids);
+  EXPECT_EQ(made.scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(made, at::tensor({362, 152, 249, 131, 440, 456, 256, 277}, at::kLong).view({1, 8})));
+  at::Tensor small = make_random_int_input(RandomIntInput{{6}, -5, 5, 0, ElementType::k_int32});
+  EXPECT_EQ(small.scalar_type(), at::kInt);
+  EXPECT_TRUE(at::equal(small, at::tensor({-1, 4, -2, -5, -2, 4}, at::kInt)));
+  RandomInput wide;
+  wide.shape = {4};
+  wide.seed = 2;
+  wide.dtype = ElementType::k_float64;
+  at::Tensor values = make_random_input(wide);
+  EXPECT_EQ(values.scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::equal(
+      values,
+      at::tensor({0.39229682087898254, -0.223564013838768, -0.31950026750564575, -1.2050371170043945}, at::kDouble)));
+  at::Tensor mask = make_fill_input(FillInput{{2, 3}, 1.0, ElementType::k_bool});
+  EXPECT_EQ(mask.scalar_type(), at::kBool);
+  EXPECT_TRUE(mask.all().item<bool>());
+  EXPECT_TRUE(at::equal(make_fill_input(FillInput{{2}, 7.0, ElementType::k_int64}), at::full({2}, 7, at::kLong)));
+}
+
+// A forward(ids, mask, x, scale, n, flag) module: binds by name whatever the config order,
+// fills an Optional left out, and refuses what the schema does not take.
+TEST(MakeInput, NamedArgumentsBindToForwardsSchema) {
+  torch::jit::Module module("Named");
+  module.define(R"(
+def forward(self, ids, x, scale: float, n: int, flag: bool, extra: Optional[Tensor] = None, items: List[Tensor] = []):
+    return x
+)");
+  const c10::FunctionSchema& schema = module.get_method("forward").function().getSchema();
+  auto tensor_arg = [](const std::string& name, ElementType type) {
+    InputArgument argument;
+    argument.name = name;
+    argument.tensor.kind = TensorSource::Kind::k_fill;
+    argument.tensor.fill = FillInput{{1, 2}, 3.0, type};
+    return argument;
+  };
+  InputSpec spec;
+  spec.name = "p";
+  spec.named = true;
+  InputArgument scale;
+  scale.name = "scale";
+  scale.kind = InputArgument::Kind::k_int;  // an int where a float is wanted: Python's rule
+  scale.int_value = 2;
+  InputArgument n;
+  n.name = "n";
+  n.kind = InputArgument::Kind::k_int;
+  n.int_value = 5;
+  InputArgument flag;
+  flag.name = "flag";
+  flag.kind = InputArgument::Kind::k_bool;
+  flag.bool_value = true;
+  spec.args = {flag, tensor_arg("x", ElementType::k_float32), n, scale, tensor_arg("ids", ElementType::k_int64)};
+  ModelInput bound = make_input(spec, schema);
+  ASSERT_EQ(bound.size(), 5u);  // up to the last argument given; the defaults after it are forward's own
+  EXPECT_EQ(bound[0].toTensor().scalar_type(), at::kLong);
+  EXPECT_EQ(bound[1].toTensor().scalar_type(), at::kFloat);
+  EXPECT_EQ(bound[2].toDouble(), 2.0);
+  EXPECT_EQ(bound[3].toInt(), 5);
+  EXPECT_TRUE(bound[4].toBool());
+
+  auto error_of = [&](const InputSpec& bad) {
+    try {
+      make_input(bad, schema);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string forward =
+      " [schema: forward(Tensor ids, Tensor x, float scale, int n, bool flag, Optional[Tensor] extra=None, "
+      "List[Tensor] items=[]) -> Tensor]";
+  InputSpec misspelt = spec;
+  misspelt.args[1].name = "xx";
+  EXPECT_EQ(error_of(misspelt), "input 'p': forward has no argument 'xx'; did you mean 'x'?" + forward);
+  InputSpec missing = spec;
+  missing.args.erase(missing.args.begin() + 1);
+  EXPECT_EQ(error_of(missing), "input 'p': the config lacks forward's argument 'x' (Tensor)" + forward);
+  InputSpec wrong = spec;
+  wrong.args[2].kind = InputArgument::Kind::k_float;
+  EXPECT_EQ(error_of(wrong),
+            "input 'p': forward's argument 'n' is int, the config gives a float (driftgate feeds Tensor, "
+            "List[Tensor], int, float and bool arguments)" +
+                forward);
+  InputSpec listed = spec;
+  InputArgument items;
+  items.name = "items";
+  items.kind = InputArgument::Kind::k_tensor_list;
+  items.list = {tensor_arg("", ElementType::k_float32).tensor, tensor_arg("", ElementType::k_uint8).tensor};
+  listed.args.push_back(items);
+  ModelInput with_list = make_input(listed, schema);
+  ASSERT_EQ(with_list.size(), 7u);
+  EXPECT_TRUE(with_list[5].isNone());  // the Optional left out: its default
+  EXPECT_EQ(with_list[6].toTensorVector().at(1).scalar_type(), at::kByte);
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ Experiment make_experiment(const std::string& dir, const std::string& model) {
   experiment.oracle = false;
   // "big" (uniform, 1000 elements) sums to about 500: the float64 backend misbehaves there.
   InputSpec big = random_input("big", {1, 1000}, 2);
-  big.random.distribution = Distribution::k_uniform;
+  big.args[0].tensor.random.distribution = Distribution::k_uniform;
   experiment.inputs = {random_input("small", {1, 10}, 1), big, random_input("small2", {1, 10}, 3)};
   experiment.targets = {backend_with_dtype("cpu_fp64", DType::k_float64), backend("plain")};
   return experiment;

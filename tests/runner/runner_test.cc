@@ -194,7 +194,7 @@ TEST(Runner, MissingModelOrBadInputIsAUserErrorBeforeAnythingRuns) {
     EXPECT_NE(std::string(e.what()).find("nope.pt"), std::string::npos) << e.what();
   }
   experiment.model_path = testing::save_raising_model(dir);
-  experiment.inputs[0].random.shape = {};
+  experiment.inputs[0].args[0].tensor.random.shape = {};
   try {
     run({experiment}, log);
     FAIL() << "an empty random shape was accepted";
@@ -267,6 +267,75 @@ TEST(Runner, DictOutputsAreComparedPerKey) {
   // bfloat16 rounding is far beyond 1e-7: the dict's leaves are really compared.
   EXPECT_EQ(result.checks[1].status, CheckStatus::k_fail_numeric);
   EXPECT_EQ(result.checks[1].observed_target->dtype, "bfloat16");
+}
+
+}  // namespace
+}  // namespace driftgate
+
+namespace driftgate {
+namespace {
+
+// An input with `args:` on a forward(x, y) model: bound by name, in process and isolated;
+// the header lists the arguments; --mitigate and a misspelt name stop the run before any
+// forward.
+TEST(Runner, NamedArgumentsRunInProcessAndIsolated) {
+  std::string dir = testing::fresh_dir("runner_named");
+  Experiment experiment = make_experiment(dir, "two", testing::save_hostile_model(dir, "two_inputs"));
+  InputSpec input;
+  input.name = "named";
+  input.named = true;
+  InputArgument y;
+  y.name = "y";
+  y.tensor.kind = TensorSource::Kind::k_random_int;
+  y.tensor.random_int = RandomIntInput{{1, 3}, 0, 5, 1, ElementType::k_int64};
+  InputArgument x = random_input("", {1, 3}, 2).args[0];
+  x.name = "x";
+  input.args = {y, x};  // the config's order; forward's is (x, y)
+  experiment.inputs = {input};
+  experiment.latency_warmup = 0;
+  experiment.latency_runs = 1;
+  BackendSpec fp64 = backend_with_dtype("cpu_fp64", DType::k_float64);
+  experiment.targets = {backend("plain"), fp64};
+  for (bool isolate : {false, true}) {
+    std::ostringstream log;
+    RunnerOptions options;
+    options.isolate = isolate;
+    RunFile result = run_experiments({experiment}, testing::k_test_commit, Environment{}, options, log);
+    ASSERT_EQ(result.checks.size(), 2u);
+    EXPECT_EQ(result.checks[0].id, make_check_id("two", "named", "cpu_fp32", "plain", "out"));
+    EXPECT_EQ(result.checks[0].status, CheckStatus::k_pass) << result.checks[0].message;
+    EXPECT_EQ(result.checks[1].status, CheckStatus::k_pass) << result.checks[1].message;
+    ASSERT_EQ(result.header.experiments[0].input_args.size(), 1u);
+    const std::vector<InputArgumentRecord>& listed = result.header.experiments[0].input_args[0].args;
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[0].name, "y");
+    EXPECT_EQ(listed[0].dtype, "int64");
+    EXPECT_EQ(listed[0].source, "random_int(0, 5, seed 1)");
+    EXPECT_EQ(listed[1].shape, (std::vector<int64_t>{1, 3}));
+  }
+  std::ostringstream log;
+  RunnerOptions mitigate;
+  mitigate.isolate = false;
+  mitigate.mitigate = true;
+  try {
+    run_experiments({experiment}, testing::k_test_commit, Environment{}, mitigate, log);
+    FAIL() << "--mitigate ran an input with args";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'named' names forward's arguments under 'args', and --mitigate"),
+              std::string::npos)
+        << e.what();
+  }
+  experiment.inputs[0].args[0].name = "z";
+  try {
+    run({experiment}, log);
+    FAIL() << "an argument forward lacks was run";
+  } catch (const ModelFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'named': forward has no argument 'z'; did you mean 'x'? [schema: "
+                                         "forward(Tensor x, Tensor y) -> Tensor]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(log.str(), "");
 }
 
 }  // namespace

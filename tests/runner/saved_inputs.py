@@ -7,7 +7,9 @@ and python3-numpy; generated, never committed).
    torch.rand the same way): for several seeds and shapes, Python's tensors saved as .npy,
    which the C++ test compares bit for bit with driftgate's make_random_input.
 2. .npy files as NumPy itself writes them (format versions 1.0, 2.0 and 3.0, big-endian),
-   with the same values beside them as raw little-endian float32 (values.f32).
+   with the same values beside them as raw little-endian float32 (values.f32); and one file per
+   dtype driftgate reads (float16 ... bool, some big-endian) with its raw little-endian bytes
+   beside it (NAME.raw), and a uint16 file, which driftgate refuses.
 3. channels_last as PyTorch does it: a model with a 3x3, a depthwise and a 1x1 convolution
    (whose weights have ambiguous strides), scripted and saved in NCHW, then
    `model.to(memory_format=torch.channels_last)` on `x.to(memory_format=torch.channels_last)`
@@ -57,6 +59,18 @@ def main(out):
             npy_format.write_array(f, values.astype(dtype), version=version)
         manifest["numpy"].append({"file": name, "shape": list(values.shape)})
     np.save(os.path.join(out, "float64.npy"), values.astype(np.float64))
+    manifest["dtypes"] = []
+    integers = np.random.default_rng(6).integers(-100, 100, size=(2, 5))
+    for dtype in ["<f2", "<f8", ">f8", "|i1", "<i2", ">i4", "<i8", ">i8", "|u1", "|b1"]:
+        kind = np.dtype(dtype)
+        array = (values[0, 0] if kind.kind == "f" else np.abs(integers) % 2 if kind.kind == "b" else
+                 np.abs(integers) if kind.kind == "u" else integers).astype(dtype)
+        name = f"dtype_{dtype[0].replace('<', 'le').replace('>', 'be').replace('|', 'na')}_{dtype[1:]}"
+        np.save(os.path.join(out, name + ".npy"), array)
+        array.astype(kind.newbyteorder("<")).tofile(os.path.join(out, name + ".raw"))
+        manifest["dtypes"].append({"file": name + ".npy", "raw": name + ".raw", "dtype": str(array.dtype.name),
+                                   "shape": list(array.shape)})
+    np.save(os.path.join(out, "uint16.npy"), np.zeros((2, 3), dtype=np.uint16))
     np.save(os.path.join(out, "fortran.npy"), np.asfortranarray(values[0, 0]))
     manifest["channels_last"] = channels_last(out)
     with open(os.path.join(out, "manifest.json"), "w") as f:

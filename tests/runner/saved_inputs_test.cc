@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -63,8 +65,38 @@ TEST(SavedInputs, ReadsWhatNumPyWrites) {
     std::vector<float> values(tensor.data_ptr<float>(), tensor.data_ptr<float>() + tensor.numel());
     EXPECT_EQ(values, expected) << item.dump();
   }
-  EXPECT_THROW(load_tensor_input(TensorInput{dir() + "/float64.npy", {}}), Error);
+  at::Tensor wide = load_tensor_input(TensorInput{dir() + "/float64.npy", {}});
+  EXPECT_EQ(wide.scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::equal(wide.to(at::kFloat), at::from_blob(expected.data(), {1, 3, 4, 6}, at::kFloat)));
   EXPECT_THROW(load_tensor_input(TensorInput{dir() + "/fortran.npy", {}}), Error);
+}
+
+// Every dtype driftgate reads, as NumPy writes it (either byte order), fed exactly: the
+// tensor's bytes are the raw little-endian bytes NumPy wrote beside it. uint16 is refused
+// with the NumPy call that converts it.
+TEST(SavedInputs, ReadsEveryDtypeExactly) {
+  const std::map<std::string, std::string> k_torch_names = {
+      {"float16", "Half"}, {"float64", "Double"}, {"int8", "Char"},  {"int16", "Short"},
+      {"int32", "Int"},    {"int64", "Long"},     {"uint8", "Byte"}, {"bool", "Bool"}};
+  const nlohmann::json files = manifest()["dtypes"];
+  ASSERT_EQ(files.size(), 10u);
+  for (const auto& item : files) {
+    at::Tensor tensor = load_tensor_input(TensorInput{dir() + "/" + item["file"].get<std::string>(), {}});
+    EXPECT_EQ(std::string(c10::toString(tensor.scalar_type())), k_torch_names.at(item["dtype"].get<std::string>()))
+        << item.dump();
+    EXPECT_EQ(tensor.sizes().vec(), item["shape"].get<std::vector<int64_t>>()) << item.dump();
+    std::ifstream raw(dir() + "/" + item["raw"].get<std::string>(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(raw)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(bytes.size(), static_cast<size_t>(tensor.numel()) * tensor.element_size()) << item.dump();
+    EXPECT_EQ(std::memcmp(bytes.data(), tensor.data_ptr(), bytes.size()), 0) << item.dump();
+  }
+  try {
+    load_tensor_input(TensorInput{dir() + "/uint16.npy", {}});
+    ADD_FAILURE() << "uint16 was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds uint16, which driftgate does not feed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("array.astype(numpy.int64)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SavedInputs, AFileChangedSinceTheConfigWasLoadedIsRefused) {
@@ -72,7 +104,8 @@ TEST(SavedInputs, AFileChangedSinceTheConfigWasLoadedIsRefused) {
     load_tensor_input(TensorInput{dir() + "/v1.npy", {1, 3, 4, 5}});
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("changed since the config was loaded: shape [1, 3, 4, 6], was [1, 3, 4, 5]"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "changed since the config was loaded: float32 [1, 3, 4, 6], was float32 [1, 3, 4, 5]"),
               std::string::npos)
         << e.what();
   }

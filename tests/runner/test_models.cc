@@ -166,9 +166,11 @@ BackendSpec backend_with_dtype(const std::string& name, DType dtype) {
 InputSpec random_input(const std::string& name, std::vector<int64_t> shape, uint64_t seed) {
   InputSpec spec;
   spec.name = name;
-  spec.kind = InputSpec::Kind::k_random;
-  spec.random.shape = std::move(shape);
-  spec.random.seed = seed;
+  InputArgument argument;
+  argument.tensor.kind = TensorSource::Kind::k_random;
+  argument.tensor.random.shape = std::move(shape);
+  argument.tensor.random.seed = seed;
+  spec.args.push_back(std::move(argument));
   return spec;
 }
 
