@@ -808,6 +808,11 @@ TEST_F(ExperimentTest, FeaturesOfOneFloat32TensorRefuseOtherInputs) {
                      "dtype: int64}}]\ntargets: [aoti]\n"),
             "DIR/x.yaml:4:10: input 'i' is one int64 tensor, and target 'aoti' (graph aoti) takes one float32 tensor "
             "in this version; put aoti targets in an experiment whose inputs are one float32 tensor each");
+  EXPECT_EQ(error_of("name: a\nmodel: m.pt\n" + named +
+                     "targets: [mixed]\nbackends:\n  mixed: {base: cpu_bf16, float32_modules: [fc]}\n"),
+            "DIR/x.yaml:3:10: input 'p' names forward's arguments under 'args', and target 'mixed' lists "
+            "float32_modules, which take one float32 tensor in this version; drop float32_modules or use inputs of "
+            "one float32 tensor");
   EXPECT_NO_THROW(parse("name: a\nmodel: m.pt\n" + named + "targets: [frozen]\nactivations: off\n"));
   EXPECT_NO_THROW(parse("name: a\nmodel: m.pt\n" + named + "targets: [frozen, cpu_bf16]\n"));
 }

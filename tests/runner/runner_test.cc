@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "runner/backend.h"
+#include "runner/tier2_explain.h"
 #include "test_models.h"
 
 namespace driftgate {
@@ -324,6 +325,15 @@ TEST(Runner, NamedArgumentsRunInProcessAndIsolated) {
     EXPECT_NE(std::string(e.what()).find("input 'named' names forward's arguments under 'args', and --mitigate"),
               std::string::npos)
         << e.what();
+  }
+  try {
+    explain_check(experiment, "named", "plain", ExplainOptions{});
+    FAIL() << "explain ran an input with args";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), experiment.config_path +
+                                         ": input 'named' names forward's arguments under 'args', and explain "
+                                         "captures forwards of one float32 tensor in this version; explain an input "
+                                         "of one float32 tensor, or read the check's tier-1 record");
   }
   experiment.inputs[0].args[0].name = "z";
   try {
