@@ -93,7 +93,12 @@ def expected(i):
     if failed(b["status"]) and b["status"] not in crash and a["status"] in crash: return "crashed"
     if failed(b["status"]) and a["status"] == "pass": return "fixed"
     mb, ma = (b.get("stats") or {}).get("max_abs"), (a.get("stats") or {}).get("max_abs")
-    if b["status"] == a["status"] == "pass" and mb is not None and ma is not None and ma > 1e-12 and ma > 10 * mb:
+    grew = mb is not None and ma is not None and ma > 1e-12 and ma > 10 * mb
+    # A failure kept whose error grew: on an AVX512-BF16 CPU, cpu_bf16 fails under both lines and
+    # LibTorch 2.6 misses float32 much further (oneDNN 3.7.2).
+    if failed(b["status"]) and failed(a["status"]) and grew:
+        return "failure_grew"
+    if b["status"] == a["status"] == "pass" and grew:
         return "drift_grew"
     return "unchanged"
 listed = {c["id"]: c["class"] for c in report["checks"]}
@@ -104,7 +109,7 @@ for i, c in want.items():
     if c != "unchanged":
         assert listed.get(i) == c, (i, listed.get(i), c)
 assert {k: v for k, v in report["counts"].items() if v} == counts, (report["counts"], counts)
-print("classes:", counts)
+print("classes:", counts, {i: c for i, c in want.items() if c != "unchanged"})
 PY
 cat "$work/stdout"
 finish
